@@ -1,0 +1,173 @@
+//! The shape every collective state machine shares, and the pieces they reuse:
+//! the two-byte message header and the inbox for early arrivals.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::error::CollError;
+
+/// A message the driver must send to communicator rank `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub to: u32,
+    pub data: Vec<u8>,
+}
+
+/// A sans-IO collective: fed messages, it returns messages to send.
+///
+/// Constructors never fail on peers' behaviour and do all local work they can,
+/// so a driver calls `poll_send` until `None` right after construction.
+pub trait Collective {
+    /// Feed one message this instance's peer `from` sent us. Messages between one
+    /// pair arrive in FIFO order, but may arrive before this rank has reached the
+    /// step that needs them; the machine buffers them.
+    fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError>;
+    /// Next message to send, if any. Call until `None` after construction and
+    /// after every `handle_message`.
+    fn poll_send(&mut self) -> Option<Outgoing>;
+    /// True when this rank's part is complete and every message was polled.
+    fn is_done(&self) -> bool;
+    /// This rank's result once done (reduce root, bcast, allreduce); `None` otherwise.
+    fn result(&self) -> Option<&[u8]> {
+        None
+    }
+    /// Moves the result out (see `result`); later calls return `None`.
+    fn take_result(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+impl<T: Collective + ?Sized> Collective for Box<T> {
+    fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
+        (**self).handle_message(from, data)
+    }
+    fn poll_send(&mut self) -> Option<Outgoing> {
+        (**self).poll_send()
+    }
+    fn is_done(&self) -> bool {
+        (**self).is_done()
+    }
+    fn result(&self) -> Option<&[u8]> {
+        (**self).result()
+    }
+    fn take_result(&mut self) -> Option<Vec<u8>> {
+        (**self).take_result()
+    }
+}
+
+/// Message kinds; unique across machines so a misrouted message is caught.
+pub(crate) mod kind {
+    pub const REDUCE_CONTRIB: u8 = 1;
+    pub const REDUCE_RESULT: u8 = 2;
+    pub const BCAST: u8 = 3;
+    pub const RD_EXCHANGE: u8 = 4;
+    pub const DISSEMINATION: u8 = 5;
+    pub const PAIR_NOTIFY: u8 = 6;
+    pub const PAIR_EXCHANGE: u8 = 7;
+    pub const PAIR_RELEASE: u8 = 8;
+    pub const BINOMIAL_ARRIVE: u8 = 9;
+    pub const BINOMIAL_RELEASE: u8 = 10;
+}
+
+/// Header: kind, step; then the payload.
+pub(crate) const HEADER_LEN: usize = 2;
+
+pub(crate) fn encode(kind: u8, step: u8, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
+    v.push(kind);
+    v.push(step);
+    v.extend_from_slice(payload);
+    v
+}
+
+pub(crate) struct Header {
+    pub kind: u8,
+    pub step: u8,
+}
+
+pub(crate) fn decode(from: u32, data: &[u8]) -> Result<(Header, &[u8]), CollError> {
+    match data {
+        [kind, step, payload @ ..] => Ok((
+            Header {
+                kind: *kind,
+                step: *step,
+            },
+            payload,
+        )),
+        _ => Err(CollError::MalformedMessage {
+            from,
+            reason: "shorter than the 2-byte header",
+        }),
+    }
+}
+
+/// Messages that arrived, keyed by (peer, kind, step); each key is used once.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    slots: BTreeMap<(u32, u8, u8), Vec<u8>>,
+    /// Keys already consumed, so a late duplicate is still caught.
+    used: std::collections::BTreeSet<(u32, u8, u8)>,
+}
+
+impl Inbox {
+    pub fn insert(&mut self, from: u32, h: &Header, payload: &[u8]) -> Result<(), CollError> {
+        let key = (from, h.kind, h.step);
+        if self.slots.contains_key(&key) || self.used.contains(&key) {
+            return Err(CollError::DuplicateMessage {
+                from,
+                kind: h.kind,
+                step: h.step,
+            });
+        }
+        self.slots.insert(key, payload.to_vec());
+        Ok(())
+    }
+
+    pub fn take(&mut self, from: u32, kind: u8, step: u8) -> Option<Vec<u8>> {
+        let v = self.slots.remove(&(from, kind, step))?;
+        self.used.insert((from, kind, step));
+        Some(v)
+    }
+
+    pub fn has(&self, from: u32, kind: u8, step: u8) -> bool {
+        self.slots.contains_key(&(from, kind, step))
+    }
+}
+
+/// Sends produced but not yet polled.
+pub(crate) type Outbox = VecDeque<Outgoing>;
+
+pub(crate) fn check_rank(rank: u32, size: u32) -> Result<(), CollError> {
+    if size == 0 {
+        return Err(CollError::EmptyCommunicator);
+    }
+    if rank >= size {
+        return Err(CollError::RankOutOfRange { rank, size });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_root(root: u32, size: u32) -> Result<(), CollError> {
+    if root >= size {
+        return Err(CollError::RootOutOfRange { root, size });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_len(from: u32, expected: usize, got: usize) -> Result<(), CollError> {
+    if expected != got {
+        return Err(CollError::DataLengthMismatch {
+            from,
+            expected,
+            got,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn unexpected(from: u32, h: &Header) -> CollError {
+    CollError::UnexpectedMessage {
+        from,
+        kind: h.kind,
+        step: h.step,
+    }
+}

@@ -1,0 +1,99 @@
+//! The registry of every `LANAI_*` environment knob.
+//!
+//! Every knob the code reads is declared here, once, with its default and a
+//! one-line description; `lanai-info` prints this table and the README
+//! documents it. Reading a knob that is not in the table is a bug, so
+//! [`get`] panics in debug builds on an unknown name.
+
+/// One environment knob.
+#[derive(Debug, Clone, Copy)]
+pub struct Knob {
+    /// Full variable name, e.g. `LANAI_EAGER_LIMIT`.
+    pub name: &'static str,
+    /// Value used when the variable is unset.
+    pub default: &'static str,
+    /// One line for `lanai-info` and the docs.
+    pub help: &'static str,
+}
+
+macro_rules! knobs {
+    ($($ident:ident = ($name:literal, $default:literal, $help:literal);)*) => {
+        $(
+            #[doc = $help]
+            pub const $ident: Knob = Knob { name: $name, default: $default, help: $help };
+        )*
+        /// Every knob, in documentation order.
+        pub const ALL: &[Knob] = &[$($ident),*];
+    };
+}
+
+knobs! {
+    CONNECT = ("LANAI_CONNECT", "ondemand", "TCP connection setup: 'ondemand' (connect on first message) or 'static' (connect every pair at MPI_Init)");
+    EAGER_LIMIT = ("LANAI_EAGER_LIMIT", "16384", "Largest shared-memory message sent eagerly through the ring; larger ones use rendezvous");
+    SHM_RING_BYTES = ("LANAI_SHM_RING_BYTES", "65536", "Bytes in each per-pair shared-memory ring (a power of two, at least 4096)");
+    SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (process_vm_readv when the kernel allows it), 'cma', or 'off' (copy through the ring)");
+    TCP_ADDR = ("LANAI_TCP_ADDR", "auto", "Address the TCP listener binds to: 'auto' (loopback when the job is on one host, else the host's address) or an IP");
+    TCP_EAGER_LIMIT = ("LANAI_TCP_EAGER_LIMIT", "65536", "Largest TCP message sent without waiting for the receiver to post");
+    SPIN = ("LANAI_SPIN", "auto", "Polls before a waiting rank blocks: 'auto' (fewer when ranks outnumber cores) or a count");
+    STATS = ("LANAI_STATS", "0", "1: each rank prints connections, messages and bytes per transport at MPI_Finalize");
+    DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
+    BARRIER = ("LANAI_BARRIER", "auto", "Barrier algorithm: auto, dissemination, pairwise, binomial");
+    BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto, binomial");
+    REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
+    ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto, recursive_doubling, reduce_bcast");
+    CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
+}
+
+/// The knob's current value: the environment's, or its default.
+pub fn get(knob: &Knob) -> String {
+    debug_assert!(
+        ALL.iter().any(|k| k.name == knob.name),
+        "knob {} is not registered",
+        knob.name
+    );
+    std::env::var(knob.name).unwrap_or_else(|_| knob.default.to_string())
+}
+
+/// Whether the variable is set in the environment (as opposed to defaulted).
+pub fn is_set(knob: &Knob) -> bool {
+    std::env::var_os(knob.name).is_some()
+}
+
+/// A numeric knob; an unparsable value falls back to the default and is reported.
+pub fn get_usize(knob: &Knob) -> Result<usize, String> {
+    let v = get(knob);
+    v.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("{}={:?} is not a non-negative integer", knob.name, v))
+}
+
+/// A boolean knob: `1`, `true`, `yes`, `on` are true.
+pub fn get_bool(knob: &Knob) -> bool {
+    matches!(
+        get(knob).trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_prefixed() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(a.name.starts_with("LANAI_"), "{}", a.name);
+            assert!(!a.help.is_empty());
+            for b in &ALL[i + 1..] {
+                assert_ne!(a.name, b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn numeric_defaults_parse() {
+        for k in [EAGER_LIMIT, SHM_RING_BYTES, TCP_EAGER_LIMIT] {
+            assert!(k.default.parse::<usize>().is_ok(), "{}", k.name);
+        }
+    }
+}

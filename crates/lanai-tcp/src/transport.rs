@@ -1,0 +1,1158 @@
+//! The TCP transport: a listener, on-demand authenticated connections and an
+//! edge-triggered epoll loop driven by [`TcpTransport::progress`].
+
+use crate::conn::{connect_nonblocking, connect_result, send_slices, Conn, Phase};
+use crate::error::TcpError;
+use crate::link::{
+    AfterDecision, AfterFailure, ConnId, Link, LinkState, SendPlan, Verdict, MAX_CONNECT_ATTEMPTS,
+};
+use lanai_wire::envelope::Envelope;
+use lanai_wire::frame::{self, Decoder, Event, FramePiece};
+use lanai_wire::handshake::{
+    ClientHandshake, Decision, Nonce, RejectReason, ServerHandshake, NONCE_LEN,
+};
+use nix::errno::Errno;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use std::io::{self, IoSlice, Read};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener};
+use std::os::fd::BorrowedFd;
+use std::time::{Duration, Instant};
+
+/// Transport settings.
+#[derive(Clone)]
+pub struct Config {
+    pub my_rank: u32,
+    pub world_size: u32,
+    /// The per-job secret every connection must prove knowledge of.
+    pub secret: Vec<u8>,
+    /// Interface to listen on; use an unspecified address only on purpose.
+    pub bind_ip: IpAddr,
+    /// Largest frame body sent or accepted.
+    pub max_frame: usize,
+    /// Largest message payload sent or accepted.
+    pub max_message: u64,
+    /// How long a connection may take to authenticate.
+    pub handshake_timeout: Duration,
+    /// Debug logging to stderr.
+    pub log: bool,
+}
+
+impl Config {
+    /// Defaults: loopback, 1 MiB frames, 1 TiB messages, 10 s handshakes.
+    pub fn new(my_rank: u32, world_size: u32, secret: Vec<u8>) -> Self {
+        Self {
+            my_rank,
+            world_size,
+            secret,
+            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            max_frame: frame::DEFAULT_MAX_FRAME,
+            max_message: frame::DEFAULT_MAX_MESSAGE,
+            handshake_timeout: Duration::from_secs(10),
+            log: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("my_rank", &self.my_rank)
+            .field("world_size", &self.world_size)
+            .field("secret", &"<redacted>")
+            .field("bind_ip", &self.bind_ip)
+            .field("max_frame", &self.max_frame)
+            .field("max_message", &self.max_message)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("log", &self.log)
+            .finish()
+    }
+}
+
+/// What one call to [`TcpTransport::progress`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Messages passed to `deliver`.
+    pub delivered: usize,
+    /// A wake fd added with [`TcpTransport::add_wake_fd`] is readable.
+    pub wake_fd_ready: bool,
+}
+
+/// Counters (seed 004's resource accounting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Connections that completed the handshake and were accepted.
+    pub connections: u64,
+    /// Outgoing connection attempts started.
+    pub connect_attempts: u64,
+    /// Connections turned away as the losing side of a simultaneous connect.
+    pub duplicates: u64,
+    /// Connections closed for failing authentication, bad frames or silence.
+    pub rejected: u64,
+    pub messages_sent: u64,
+    pub bytes_sent: u64,
+    pub messages_received: u64,
+    pub bytes_received: u64,
+}
+
+/// Callback receiving (source world rank, envelope, payload).
+pub type Deliver<'a> = dyn FnMut(u32, Envelope, &[u8]) + 'a;
+
+const LISTENER: u64 = 0;
+const WAKE: u64 = 1;
+const FIRST_CONN: u64 = 2;
+/// Unauthenticated connections allowed at once; more are closed on accept.
+const MAX_HANDSHAKING: usize = 1024;
+/// Most iovecs handed to one `sendmsg`.
+const MAX_IOV: usize = 64;
+
+struct Slot {
+    gen: u32,
+    conn: Option<Conn>,
+}
+
+fn token(idx: usize, gen: u32) -> ConnId {
+    (u64::from(gen) << 32) | (idx as u64 + FIRST_CONN)
+}
+
+/// The TCP transport of one rank. Not thread-safe; one progress loop owns it.
+pub struct TcpTransport {
+    me: u32,
+    world: u32,
+    secret: Vec<u8>,
+    max_frame: usize,
+    max_message: u64,
+    handshake_timeout: Duration,
+    log: bool,
+    epoll: Epoll,
+    listener: TcpListener,
+    local: SocketAddr,
+    addrs: Vec<Option<SocketAddr>>,
+    links: Vec<Link<Vec<u8>>>,
+    /// Links that lost a tie-break, and when to stop waiting for the peer.
+    awaiting: Vec<(u32, Instant)>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// Connections with a handshake deadline.
+    handshaking: usize,
+    events: Vec<EpollEvent>,
+    pieces: Vec<FramePiece>,
+    stats: Stats,
+    /// Shutting down: incoming connections are turned away.
+    closing: bool,
+    /// Flushing: a broken peer we owe nothing is not an error.
+    lenient: bool,
+    /// The first error met while handling a batch of events.
+    error: Option<TcpError>,
+}
+
+impl std::fmt::Debug for TcpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpTransport")
+            .field("rank", &self.me)
+            .field("local", &self.local)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn random_nonce() -> Result<Nonce, TcpError> {
+    let mut n = [0u8; NONCE_LEN];
+    getrandom::getrandom(&mut n).map_err(|e| TcpError::Io {
+        op: "getrandom",
+        source: io::Error::other(e.to_string()),
+    })?;
+    Ok(n)
+}
+
+fn conn_flags() -> EpollFlags {
+    EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET
+}
+
+/// Milliseconds for epoll, rounded up so short waits do not spin.
+fn epoll_ms(d: Duration) -> EpollTimeout {
+    let ms = d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128);
+    EpollTimeout::try_from(ms as u64).unwrap_or(EpollTimeout::MAX)
+}
+
+impl TcpTransport {
+    /// Listens on `cfg.bind_ip` at an ephemeral port.
+    pub fn bind(cfg: Config) -> Result<Self, TcpError> {
+        if cfg.secret.is_empty() {
+            return Err(TcpError::EmptySecret);
+        }
+        if cfg.my_rank >= cfg.world_size {
+            return Err(TcpError::BadConfigRank {
+                my_rank: cfg.my_rank,
+                world_size: cfg.world_size,
+            });
+        }
+        let listener = TcpListener::bind((cfg.bind_ip, 0)).map_err(TcpError::io("bind"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(TcpError::io("set_nonblocking"))?;
+        let local = listener.local_addr().map_err(TcpError::io("local_addr"))?;
+        let epoll =
+            Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(TcpError::errno("epoll_create"))?;
+        epoll
+            .add(&listener, EpollEvent::new(EpollFlags::EPOLLIN, LISTENER))
+            .map_err(TcpError::errno("epoll_ctl"))?;
+        let world = cfg.world_size;
+        Ok(Self {
+            me: cfg.my_rank,
+            world,
+            secret: cfg.secret,
+            max_frame: frame::clamp_max_frame(cfg.max_frame),
+            max_message: cfg.max_message,
+            handshake_timeout: cfg.handshake_timeout,
+            log: cfg.log,
+            epoll,
+            listener,
+            local,
+            addrs: vec![None; world as usize],
+            links: (0..world).map(|r| Link::new(cfg.my_rank, r)).collect(),
+            awaiting: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            handshaking: 0,
+            events: vec![EpollEvent::empty(); 64],
+            pieces: Vec::new(),
+            stats: Stats::default(),
+            closing: false,
+            lenient: false,
+            error: None,
+        })
+    }
+
+    /// Replaces the job secret. The engine binds before the secret is known
+    /// (its address is published in the same PMI round), and sets it before
+    /// the first `progress`, so no handshake ever runs with the placeholder.
+    pub fn set_secret(&mut self, secret: Vec<u8>) -> Result<(), TcpError> {
+        if secret.is_empty() {
+            return Err(TcpError::EmptySecret);
+        }
+        self.secret = secret;
+        Ok(())
+    }
+
+    /// The address peers connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Records where `rank` listens (from PMI); unknown ranks are ignored.
+    pub fn set_peer_addr(&mut self, rank: u32, addr: SocketAddr) {
+        if let Some(a) = self.addrs.get_mut(rank as usize) {
+            *a = Some(addr);
+        }
+    }
+
+    pub fn has_peer_addr(&self, rank: u32) -> bool {
+        matches!(self.addrs.get(rank as usize), Some(Some(_)))
+    }
+
+    /// True once a connection to `to` is authenticated and accepted.
+    pub fn is_connected(&self, to: u32) -> bool {
+        self.links
+            .get(to as usize)
+            .is_some_and(|l| l.up_conn().is_some())
+    }
+
+    /// Adds a readable fd (e.g. a shared-memory doorbell) to the wait set.
+    /// The caller keeps it open and drains it; while it stays readable,
+    /// `progress` returns at once with `wake_fd_ready`.
+    pub fn add_wake_fd(&mut self, fd: BorrowedFd<'_>) -> Result<(), TcpError> {
+        self.epoll
+            .add(fd, EpollEvent::new(EpollFlags::EPOLLIN, WAKE))
+            .map_err(TcpError::errno("epoll_ctl"))
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    fn check_rank(&self, to: u32) -> Result<(), TcpError> {
+        if to >= self.world {
+            return Err(TcpError::NoSuchRank {
+                rank: to,
+                world_size: self.world,
+            });
+        }
+        if to == self.me {
+            return Err(TcpError::SendToSelf);
+        }
+        Ok(())
+    }
+
+    fn link_error(&self, to: u32) -> TcpError {
+        match self.links[to as usize].state() {
+            LinkState::Closed => TcpError::PeerClosed { rank: to },
+            _ => TcpError::PeerLost {
+                rank: to,
+                cause: "connection lost earlier".into(),
+            },
+        }
+    }
+
+    /// Queues a message for `to` and writes what the socket takes now.
+    /// Never blocks. The first send to a peer starts connecting; messages
+    /// wait in FIFO order until the connection is accepted.
+    pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> Result<(), TcpError> {
+        self.check_rank(to)?;
+        if payload.len() as u64 > self.max_message {
+            return Err(TcpError::MessageTooLarge {
+                len: payload.len() as u64,
+                max: self.max_message,
+            });
+        }
+        let link = &self.links[to as usize];
+        match link.state() {
+            LinkState::Up { conn } => {
+                self.count_sent(payload.len());
+                return self.write_message(conn, to, env, payload);
+            }
+            LinkState::Closed | LinkState::Lost => return Err(self.link_error(to)),
+            LinkState::Idle if !self.has_peer_addr(to) => {
+                return Err(TcpError::NoPeerAddress { rank: to })
+            }
+            _ => {}
+        }
+        let mut m = Vec::with_capacity(frame::encoded_len(payload.len(), self.max_frame));
+        frame::encode_message(env, payload, self.max_frame, &mut m);
+        match self.links[to as usize].send(m) {
+            Ok(SendPlan::QueuedStartConnect) => self.start_attempt(to)?,
+            Ok(SendPlan::Queued) => {}
+            Ok(SendPlan::WriteNow(conn, m)) => self.write_bytes(conn, to, &m)?,
+            Err(_) => return Err(self.link_error(to)),
+        }
+        self.count_sent(payload.len());
+        Ok(())
+    }
+
+    fn count_sent(&mut self, len: usize) {
+        self.stats.messages_sent += 1;
+        self.stats.bytes_sent += len as u64;
+    }
+
+    /// Starts connecting to `to` without sending (static mode, `ANY_SOURCE`).
+    pub fn connect(&mut self, to: u32) -> Result<(), TcpError> {
+        self.check_rank(to)?;
+        match self.links[to as usize].want_connect() {
+            Ok(true) => self.start_attempt(to),
+            Ok(false) => Ok(()),
+            Err(_) => Err(self.link_error(to)),
+        }
+    }
+
+    /// True while any message is queued or partly written.
+    pub fn has_pending_output(&self) -> bool {
+        self.pending_bytes() > 0
+            || self.links.iter().any(|l| {
+                l.queued() > 0 && !matches!(l.state(), LinkState::Closed | LinkState::Lost)
+            })
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.slots
+            .iter()
+            .filter_map(|s| s.conn.as_ref())
+            .map(Conn::pending_out)
+            .sum()
+    }
+
+    fn slot_of(&self, id: ConnId) -> Option<usize> {
+        let idx = (id & 0xffff_ffff).checked_sub(FIRST_CONN)? as usize;
+        let slot = self.slots.get(idx)?;
+        (u64::from(slot.gen) == id >> 32 && slot.conn.is_some()).then_some(idx)
+    }
+
+    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        let idx = self.slot_of(id)?;
+        self.slots[idx].conn.as_mut()
+    }
+
+    fn insert(&mut self, conn: Conn) -> Result<ConnId, TcpError> {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot { gen: 0, conn: None });
+            self.slots.len() - 1
+        });
+        let id = token(idx, self.slots[idx].gen);
+        if let Err(e) = self
+            .epoll
+            .add(&conn.sock, EpollEvent::new(conn_flags(), id))
+        {
+            self.free.push(idx);
+            return Err(TcpError::errno("epoll_ctl")(e));
+        }
+        if conn.deadline.is_some() {
+            self.handshaking += 1;
+        }
+        self.slots[idx].conn = Some(conn);
+        Ok(id)
+    }
+
+    fn close_conn(&mut self, id: ConnId) -> Option<Conn> {
+        let idx = self.slot_of(id)?;
+        let slot = &mut self.slots[idx];
+        let conn = slot.conn.take()?;
+        slot.gen = slot.gen.wrapping_add(1);
+        self.free.push(idx);
+        if conn.deadline.is_some() {
+            self.handshaking -= 1;
+        }
+        let _ = self.epoll.delete(&conn.sock);
+        Some(conn)
+    }
+
+    fn debug(&self, msg: std::fmt::Arguments<'_>) {
+        if self.log {
+            eprintln!("lanai: rank {}: tcp: {msg}", self.me);
+        }
+    }
+
+    fn record(&mut self, e: TcpError) {
+        self.debug(format_args!("error: {e}"));
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Closes a connection that misbehaved before or after authentication,
+    /// with the one log line the security policy asks for.
+    fn reject(&mut self, id: ConnId, reason: &str) {
+        if let Some(c) = self.close_conn(id) {
+            self.stats.rejected += 1;
+            let who = match (c.outgoing, c.rank) {
+                (true, Some(r)) => format!("to rank {r} at {}", c.addr),
+                _ => format!("from {}", c.addr),
+            };
+            eprintln!(
+                "lanai: rank {}: rejected TCP connection {who}: {reason}",
+                self.me
+            );
+        }
+    }
+
+    fn start_attempt(&mut self, to: u32) -> Result<(), TcpError> {
+        let addr = self.addrs[to as usize].ok_or(TcpError::NoPeerAddress { rank: to })?;
+        loop {
+            self.stats.connect_attempts += 1;
+            let (hs, hello) = ClientHandshake::new(&self.secret, self.me, to, random_nonce()?)
+                .map_err(|_| TcpError::EmptySecret)?;
+            let cause = match connect_nonblocking(addr) {
+                Ok((sock, done)) => {
+                    let phase = if done {
+                        Phase::AwaitChallenge(hs)
+                    } else {
+                        Phase::Connecting(hs)
+                    };
+                    let mut conn = Conn::new(sock, addr, true, phase);
+                    conn.rank = Some(to);
+                    conn.out.extend_from_slice(&hello);
+                    conn.deadline = Some(Instant::now() + self.handshake_timeout);
+                    if done {
+                        let _ = conn.sock.set_nodelay(true);
+                    }
+                    let id = self.insert(conn)?;
+                    self.links[to as usize].attempt_started(id);
+                    self.debug(format_args!("connecting to rank {to} at {addr}"));
+                    if done {
+                        self.write_pending(id);
+                    }
+                    return Ok(());
+                }
+                Err(e) => e.to_string(),
+            };
+            // Failed at once: account for it like any failed attempt.
+            let fake = u64::MAX;
+            self.links[to as usize].attempt_started(fake);
+            match self.links[to as usize].attempt_failed(fake) {
+                AfterFailure::Retry => continue,
+                _ => {
+                    return Err(TcpError::ConnectFailed {
+                        rank: to,
+                        attempts: MAX_CONNECT_ATTEMPTS,
+                        cause,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Writes a message on an established connection, gathering the
+    /// caller's payload straight into the socket; only what the socket does
+    /// not take is copied into the connection's queue.
+    fn write_message(
+        &mut self,
+        id: ConnId,
+        to: u32,
+        env: &Envelope,
+        payload: &[u8],
+    ) -> Result<(), TcpError> {
+        let max_frame = self.max_frame;
+        let Some(idx) = self.slot_of(id) else {
+            return Err(self.link_error(to));
+        };
+        let Self { slots, pieces, .. } = self;
+        let Some(conn) = slots[idx].conn.as_mut() else {
+            return Err(TcpError::PeerLost {
+                rank: to,
+                cause: "connection vanished".into(),
+            });
+        };
+        if conn.pending_out() > 0 || conn.write_blocked {
+            frame::encode_message(env, payload, max_frame, &mut conn.out);
+            if conn.write_blocked {
+                return Ok(());
+            }
+            return match conn.flush_out() {
+                Ok(()) => Ok(()),
+                Err(e) => Err(self.write_failed(id, to, e)),
+            };
+        }
+        pieces.clear();
+        pieces.extend(frame::frames(env, payload.len(), max_frame));
+        let total = frame::encoded_len(payload.len(), max_frame);
+        let mut written = 0usize;
+        let failure = loop {
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let n = gather(pieces, payload, written, &mut iov);
+            match send_slices(&conn.sock, &iov[..n]) {
+                Ok(k) => {
+                    written += k;
+                    if written >= total {
+                        break None;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    conn.write_blocked = true;
+                    break None;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Some(e),
+            }
+        };
+        if let Some(e) = failure {
+            return Err(self.write_failed(id, to, e));
+        }
+        if written < total {
+            append_rest(pieces, payload, written, &mut conn.out);
+        }
+        Ok(())
+    }
+
+    /// Appends already-encoded bytes to an established connection.
+    fn write_bytes(&mut self, id: ConnId, to: u32, bytes: &[u8]) -> Result<(), TcpError> {
+        let Some(conn) = self.conn_mut(id) else {
+            return Err(self.link_error(to));
+        };
+        conn.out.extend_from_slice(bytes);
+        if conn.write_blocked {
+            return Ok(());
+        }
+        match conn.flush_out() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.write_failed(id, to, e)),
+        }
+    }
+
+    /// A write on an established connection failed: the peer is gone.
+    fn write_failed(&mut self, id: ConnId, to: u32, e: io::Error) -> TcpError {
+        let graceful = self
+            .close_conn(id)
+            .is_some_and(|c| c.dec.as_ref().is_some_and(Decoder::saw_bye));
+        self.links[to as usize].conn_closed(id, graceful);
+        if graceful {
+            TcpError::PeerClosed { rank: to }
+        } else {
+            TcpError::PeerLost {
+                rank: to,
+                cause: e.to_string(),
+            }
+        }
+    }
+
+    /// Flushes a connection's queue, treating failure per its phase.
+    fn write_pending(&mut self, id: ConnId) {
+        let Some(conn) = self.conn_mut(id) else {
+            return;
+        };
+        if let Err(e) = conn.flush_out() {
+            self.conn_broken(id, e.to_string());
+        }
+    }
+
+    /// Drives the transport: accepts and authenticates connections, reads and
+    /// delivers every complete message, writes queued output. `Some(ZERO)`
+    /// polls without blocking; `None` blocks until something happens.
+    /// `deliver` must not call back into the transport; the payload borrows
+    /// the transport's buffers for the duration of the call.
+    pub fn progress(
+        &mut self,
+        timeout: Option<Duration>,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<Progress, TcpError> {
+        let mut p = Progress::default();
+        let wait = self.wait_timeout(timeout);
+        let n = match self.epoll.wait(&mut self.events, wait) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => 0,
+            Err(e) => return Err(TcpError::errno("epoll_wait")(e)),
+        };
+        for i in 0..n {
+            let ev = self.events[i];
+            match ev.data() {
+                LISTENER => self.accept_all(),
+                WAKE => p.wake_fd_ready = true,
+                id => self.service(id, ev.events(), deliver, &mut p),
+            }
+        }
+        self.check_deadlines();
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(p),
+        }
+    }
+
+    fn wait_timeout(&self, timeout: Option<Duration>) -> EpollTimeout {
+        let next = self.next_deadline();
+        let until_deadline = next.map(|d| d.saturating_duration_since(Instant::now()));
+        match (timeout, until_deadline) {
+            (Some(t), Some(d)) => epoll_ms(t.min(d)),
+            (Some(t), None) | (None, Some(t)) => epoll_ms(t),
+            (None, None) => EpollTimeout::NONE,
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut next = self.awaiting.iter().map(|&(_, t)| t).min();
+        if self.handshaking > 0 {
+            let conns = self.slots.iter().filter_map(|s| s.conn.as_ref()?.deadline);
+            next = next.into_iter().chain(conns).min();
+        }
+        next
+    }
+
+    fn check_deadlines(&mut self) {
+        if self.handshaking == 0 && self.awaiting.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self.handshaking > 0 {
+            let expired: Vec<(ConnId, bool)> = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| {
+                    let c = s.conn.as_ref()?;
+                    (c.deadline? <= now).then_some((token(i, s.gen), c.outgoing))
+                })
+                .collect();
+            for (id, outgoing) in expired {
+                if outgoing {
+                    self.attempt_failed(id, "handshake timed out".into());
+                } else {
+                    self.reject(id, "handshake timed out");
+                }
+            }
+        }
+        let mut i = 0;
+        while i < self.awaiting.len() {
+            let (rank, when) = self.awaiting[i];
+            let link = &mut self.links[rank as usize];
+            if link.state() != LinkState::AwaitingPeer {
+                self.awaiting.swap_remove(i);
+            } else if when <= now {
+                self.awaiting.swap_remove(i);
+                if link.awaiting_expired() {
+                    if let Err(e) = self.start_attempt(rank) {
+                        self.record(e);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let (sock, addr) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.debug(format_args!("accept failed: {e}"));
+                    return;
+                }
+            };
+            if self.handshaking >= MAX_HANDSHAKING {
+                eprintln!(
+                    "lanai: rank {}: rejected TCP connection from {addr}: too many unauthenticated connections",
+                    self.me
+                );
+                self.stats.rejected += 1;
+                continue;
+            }
+            let setup = sock
+                .set_nonblocking(true)
+                .and_then(|()| sock.set_nodelay(true));
+            if let Err(e) = setup {
+                self.debug(format_args!("socket setup for {addr} failed: {e}"));
+                continue;
+            }
+            let hs = match random_nonce().and_then(|n| {
+                ServerHandshake::new(&self.secret, self.me, n).map_err(|_| TcpError::EmptySecret)
+            }) {
+                Ok(hs) => hs,
+                Err(e) => {
+                    self.record(e);
+                    return;
+                }
+            };
+            let mut conn = Conn::new(sock, addr, false, Phase::AwaitHello(hs));
+            conn.deadline = Some(Instant::now() + self.handshake_timeout);
+            match self.insert(conn) {
+                Ok(_) => self.debug(format_args!("accepted connection from {addr}")),
+                Err(e) => self.record(e),
+            }
+        }
+    }
+
+    fn service(
+        &mut self,
+        id: ConnId,
+        flags: EpollFlags,
+        deliver: &mut Deliver<'_>,
+        p: &mut Progress,
+    ) {
+        let Some(conn) = self.conn_mut(id) else {
+            return;
+        };
+        let failed = flags.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP);
+        if let Phase::Connecting(_) = conn.phase {
+            if !(flags.contains(EpollFlags::EPOLLOUT) || failed) {
+                return;
+            }
+            if let Err(e) = connect_result(&conn.sock) {
+                self.attempt_failed(id, e.to_string());
+                return;
+            }
+            let _ = conn.sock.set_nodelay(true);
+            if let Phase::Connecting(hs) = std::mem::replace(&mut conn.phase, Phase::Moving) {
+                conn.phase = Phase::AwaitChallenge(hs);
+            }
+        }
+        if flags.contains(EpollFlags::EPOLLOUT) {
+            conn.write_blocked = false;
+            self.write_pending(id);
+        }
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP) || failed {
+            self.read_conn(id, deliver, p);
+        }
+    }
+
+    fn read_conn(&mut self, id: ConnId, deliver: &mut Deliver<'_>, p: &mut Progress) {
+        loop {
+            let Some(conn) = self.conn_mut(id) else {
+                return;
+            };
+            let need = conn.phase.handshake_need();
+            if matches!(conn.phase, Phase::Up) {
+                return self.read_frames(id, deliver, p);
+            }
+            if need == 0 {
+                return;
+            }
+            let have = conn.hs_have;
+            match conn.sock.read(&mut conn.hs_buf[have..need]) {
+                Ok(0) => return self.conn_broken(id, "closed during handshake".into()),
+                Ok(n) => {
+                    conn.hs_have += n;
+                    if conn.hs_have == need {
+                        conn.hs_have = 0;
+                        self.on_handshake_message(id, need);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.conn_broken(id, e.to_string()),
+            }
+        }
+    }
+
+    /// A connection failed at the socket level (reset, EOF, write error).
+    fn conn_broken(&mut self, id: ConnId, cause: String) {
+        let Some(conn) = self.conn_mut(id) else {
+            return;
+        };
+        match (&conn.phase, conn.outgoing) {
+            (Phase::Up, _) => self.up_closed(id, cause),
+            (_, true) => self.attempt_failed(id, cause),
+            (_, false) => {
+                // Legitimate when a peer abandons its attempt after a tie-break.
+                let addr = conn.addr;
+                self.close_conn(id);
+                self.debug(format_args!(
+                    "incoming connection from {addr} ended: {cause}"
+                ));
+            }
+        }
+    }
+
+    fn attempt_failed(&mut self, id: ConnId, cause: String) {
+        let Some(conn) = self.close_conn(id) else {
+            return;
+        };
+        let Some(rank) = conn.rank else {
+            return;
+        };
+        self.debug(format_args!("attempt to reach rank {rank} failed: {cause}"));
+        match self.links[rank as usize].attempt_failed(id) {
+            AfterFailure::Retry => {
+                if let Err(e) = self.start_attempt(rank) {
+                    self.record(e);
+                }
+            }
+            AfterFailure::GiveUp { .. } => self.record(TcpError::ConnectFailed {
+                rank,
+                attempts: MAX_CONNECT_ATTEMPTS,
+                cause,
+            }),
+            AfterFailure::Stale => {}
+        }
+    }
+
+    /// An established connection ended.
+    fn up_closed(&mut self, id: ConnId, cause: String) {
+        let Some(conn) = self.close_conn(id) else {
+            return;
+        };
+        let Some(rank) = conn.rank else {
+            return;
+        };
+        let graceful = conn.dec.as_ref().is_some_and(Decoder::saw_bye);
+        let was_live = self.links[rank as usize].conn_closed(id, graceful);
+        if graceful || !was_live {
+            self.debug(format_args!("connection to rank {rank} closed"));
+        } else if self.lenient && conn.pending_out() == 0 {
+            self.debug(format_args!(
+                "rank {rank} went away while flushing: {cause}"
+            ));
+        } else {
+            self.record(TcpError::PeerLost { rank, cause });
+        }
+    }
+
+    fn on_handshake_message(&mut self, id: ConnId, len: usize) {
+        let Some(conn) = self.conn_mut(id) else {
+            return;
+        };
+        let msg = conn.hs_buf;
+        let msg = &msg[..len];
+        match std::mem::replace(&mut conn.phase, Phase::Moving) {
+            Phase::AwaitHello(mut hs) => match hs.handle_hello(msg) {
+                Ok((claimed, challenge)) => {
+                    conn.rank = Some(claimed);
+                    conn.phase = Phase::AwaitProof(hs);
+                    conn.out.extend_from_slice(&challenge);
+                    self.write_pending(id);
+                }
+                Err(e) => self.reject(id, &e.to_string()),
+            },
+            Phase::AwaitProof(mut hs) => match hs.handle_proof(msg) {
+                Ok(rank) => self.incoming_authenticated(id, hs, rank),
+                Err(e) => self.reject(id, &e.to_string()),
+            },
+            Phase::AwaitChallenge(mut hs) => match hs.handle_challenge(msg) {
+                Ok(proof) => {
+                    conn.phase = Phase::AwaitDecision(hs);
+                    conn.out.extend_from_slice(&proof);
+                    self.write_pending(id);
+                }
+                Err(e) => self.outgoing_rejected_peer(id, e.to_string()),
+            },
+            Phase::AwaitDecision(mut hs) => match hs.handle_decision(msg) {
+                Ok(d) => self.outgoing_decided(id, d),
+                Err(e) => self.outgoing_rejected_peer(id, e.to_string()),
+            },
+            other => conn.phase = other,
+        }
+    }
+
+    /// The server we dialled failed authentication: log it, count it as a
+    /// failed attempt.
+    fn outgoing_rejected_peer(&mut self, id: ConnId, reason: String) {
+        if let Some(c) = self.conn_mut(id) {
+            let (addr, rank) = (c.addr, c.rank);
+            self.stats.rejected += 1;
+            eprintln!(
+                "lanai: rank {}: rejected TCP connection to rank {} at {addr}: {reason}",
+                self.me,
+                rank.map_or_else(|| "?".to_string(), |r| r.to_string())
+            );
+        }
+        self.attempt_failed(id, reason);
+    }
+
+    fn become_up(&mut self, id: ConnId, flush: impl IntoIterator<Item = Vec<u8>>) {
+        let (max_frame, max_message) = (self.max_frame, self.max_message);
+        let Some(idx) = self.slot_of(id) else {
+            return;
+        };
+        let Some(conn) = self.slots[idx].conn.as_mut() else {
+            return;
+        };
+        conn.phase = Phase::Up;
+        if conn.deadline.take().is_some() {
+            self.handshaking -= 1;
+        }
+        conn.dec = Some(Decoder::new(max_frame, max_message));
+        for m in flush {
+            conn.out.extend_from_slice(&m);
+        }
+        self.stats.connections += 1;
+        self.write_pending(id);
+    }
+
+    fn outgoing_decided(&mut self, id: ConnId, d: Decision) {
+        let Some(rank) = self.conn_mut(id).and_then(|c| c.rank) else {
+            return;
+        };
+        match self.links[rank as usize].outgoing_decided(id, d) {
+            AfterDecision::Up { flush } => {
+                self.debug(format_args!("connected to rank {rank}"));
+                self.become_up(id, flush);
+            }
+            AfterDecision::WaitForPeer => {
+                self.close_conn(id);
+                self.stats.duplicates += 1;
+                self.debug(format_args!(
+                    "rank {rank} keeps its own connection; waiting"
+                ));
+                self.awaiting
+                    .push((rank, Instant::now() + self.handshake_timeout));
+            }
+            AfterDecision::PeerClosing { dropped } => {
+                self.close_conn(id);
+                if dropped > 0 {
+                    self.record(TcpError::PeerClosed { rank });
+                }
+            }
+            AfterDecision::Stale => {
+                self.close_conn(id);
+            }
+        }
+    }
+
+    fn incoming_authenticated(&mut self, id: ConnId, mut hs: ServerHandshake, rank: u32) {
+        let verdict = if rank >= self.world || rank == self.me {
+            Verdict::Reject(RejectReason::UnknownRank)
+        } else if self.closing {
+            Verdict::Reject(RejectReason::ShuttingDown)
+        } else {
+            self.links[rank as usize].incoming_authenticated(id)
+        };
+        match verdict {
+            Verdict::Accept { abandon, flush } => {
+                let Ok(d) = hs.decide(Decision::Accept) else {
+                    return;
+                };
+                if let Some(c) = self.conn_mut(id) {
+                    c.rank = Some(rank);
+                    c.out.extend_from_slice(&d);
+                }
+                if let Some(own) = abandon {
+                    self.close_conn(own);
+                    self.stats.duplicates += 1;
+                }
+                self.debug(format_args!("accepted rank {rank}"));
+                self.become_up(id, flush);
+            }
+            Verdict::Reject(reason) => {
+                if let (Ok(d), Some(c)) = (hs.decide(Decision::Reject(reason)), self.conn_mut(id)) {
+                    c.out.extend_from_slice(&d);
+                    let _ = c.flush_out();
+                }
+                if reason == RejectReason::UnknownRank {
+                    self.reject(id, &format!("authenticated as rank {rank}, not a peer"));
+                } else {
+                    self.close_conn(id);
+                    self.stats.duplicates += 1;
+                    self.debug(format_args!("turned away rank {rank}: {reason}"));
+                }
+            }
+        }
+    }
+
+    fn read_frames(&mut self, id: ConnId, deliver: &mut Deliver<'_>, p: &mut Progress) {
+        let Some(idx) = self.slot_of(id) else {
+            return;
+        };
+        let Self {
+            slots,
+            links,
+            stats,
+            ..
+        } = self;
+        let Some(conn) = slots[idx].conn.as_mut() else {
+            return;
+        };
+        let (Some(rank), Some(dec)) = (conn.rank, conn.dec.as_mut()) else {
+            return;
+        };
+        let outcome = loop {
+            let bad = loop {
+                match dec.next_event() {
+                    Ok(Some(Event::Message(env, payload))) => {
+                        stats.messages_received += 1;
+                        stats.bytes_received += payload.len() as u64;
+                        p.delivered += 1;
+                        deliver(rank, env, payload);
+                    }
+                    Ok(Some(Event::Bye)) => {
+                        links[rank as usize].conn_closed(id, true);
+                    }
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                }
+            };
+            if let Some(e) = bad {
+                break Err(Err(e));
+            }
+            match conn.sock.read(dec.read_buf()) {
+                Ok(0) => break Err(Ok("connection closed by peer".to_string())),
+                Ok(n) => dec.filled(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(Ok(e.to_string())),
+            }
+        };
+        match outcome {
+            Ok(()) => {}
+            Err(Ok(cause)) => self.up_closed(id, cause),
+            Err(Err(error)) => {
+                self.reject(id, &format!("rank {rank} sent a bad frame: {error}"));
+                self.links[rank as usize].conn_closed(id, false);
+                self.record(TcpError::PeerProtocol { rank, error });
+            }
+        }
+    }
+
+    /// Pushes out everything queued, handling traffic meanwhile (messages
+    /// that arrive go to `deliver`). A peer that goes away while we owe it
+    /// nothing is not an error here.
+    pub fn flush(&mut self, timeout: Duration, deliver: &mut Deliver<'_>) -> Result<(), TcpError> {
+        let deadline = Instant::now() + timeout;
+        self.lenient = true;
+        let res = loop {
+            if !self.has_pending_output() {
+                break Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break Err(TcpError::FlushTimedOut {
+                    pending_bytes: self.pending_bytes()
+                        + self.links.iter().map(|l| l.queued()).sum::<usize>(),
+                });
+            }
+            if let Err(e) = self.progress(Some(deadline - now), deliver) {
+                break Err(e);
+            }
+        };
+        self.lenient = false;
+        res
+    }
+
+    /// Flushes, says goodbye to every connected peer (so their later EOF is
+    /// not a failure), and closes everything. Sends fail afterwards.
+    pub fn shutdown(
+        &mut self,
+        timeout: Duration,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<(), TcpError> {
+        let deadline = Instant::now() + timeout;
+        let flushed = self.flush(timeout, deliver);
+        self.closing = true;
+        for link in &mut self.links {
+            link.close();
+        }
+        let bye = frame::bye_frame();
+        let ids: Vec<ConnId> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.conn.as_ref().map(|_| token(i, s.gen)))
+            .collect();
+        for &id in &ids {
+            if let Some(c) = self.conn_mut(id) {
+                if matches!(c.phase, Phase::Up) {
+                    c.out.extend_from_slice(&bye);
+                    if !c.write_blocked {
+                        let _ = c.flush_out();
+                    }
+                }
+            }
+        }
+        self.lenient = true;
+        while self.pending_bytes() > 0 && Instant::now() < deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.progress(Some(left), deliver).is_err() {
+                break;
+            }
+        }
+        self.lenient = false;
+        let pending = self.pending_bytes();
+        for id in ids {
+            if let Some(c) = self.close_conn(id) {
+                let _ = c.sock.shutdown(Shutdown::Write);
+            }
+        }
+        flushed?;
+        if pending > 0 {
+            return Err(TcpError::FlushTimedOut {
+                pending_bytes: pending,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Fills `iov` with the message bytes from offset `skip` on; returns how
+/// many entries were used.
+fn gather<'a>(
+    pieces: &'a [FramePiece],
+    payload: &'a [u8],
+    mut skip: usize,
+    iov: &mut [IoSlice<'a>; MAX_IOV],
+) -> usize {
+    let mut n = 0;
+    for p in pieces {
+        for part in [p.header.as_slice(), &payload[p.payload.clone()]] {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            if n == MAX_IOV {
+                return n;
+            }
+            iov[n] = IoSlice::new(&part[skip..]);
+            skip = 0;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Appends the message bytes from offset `skip` on to `out`.
+fn append_rest(pieces: &[FramePiece], payload: &[u8], mut skip: usize, out: &mut Vec<u8>) {
+    for p in pieces {
+        for part in [p.header.as_slice(), &payload[p.payload.clone()]] {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            out.extend_from_slice(&part[skip..]);
+            skip = 0;
+        }
+    }
+}

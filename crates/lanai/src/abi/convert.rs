@@ -1,0 +1,147 @@
+//! Handle conversions between C and Fortran, and address arithmetic.
+//!
+//! In MPICH's ABI every handle except `MPI_File` is an `int`, and the Fortran
+//! handle is the same integer, so `f2c`/`c2f` are the identity. MPICH's header
+//! offers them as macros; the library still exports them as functions for
+//! callers that take their address or use another header.
+//!
+//! `MPI_File` is a pointer. Lanai has no MPI-IO yet, so the only file handle
+//! that can exist is `MPI_FILE_NULL`, whose Fortran value is 0: every C file
+//! handle converts to 0 and every Fortran one to `MPI_FILE_NULL`. When files
+//! are implemented these two need a handle table.
+
+use super::consts::*;
+use super::PanicValue;
+
+impl PanicValue for MPI_File {
+    fn on_panic() -> Self {
+        MPI_FILE_NULL
+    }
+}
+
+// ---- Integer handles: the Fortran handle is the C handle ----
+
+crate::mpi_fn! { MPI_Comm_c2f / PMPI_Comm_c2f (comm: MPI_Comm) -> MPI_Fint { comm } }
+crate::mpi_fn! { MPI_Comm_f2c / PMPI_Comm_f2c (comm: MPI_Fint) -> MPI_Comm { comm } }
+crate::mpi_fn! { MPI_Type_c2f / PMPI_Type_c2f (datatype: MPI_Datatype) -> MPI_Fint { datatype } }
+crate::mpi_fn! { MPI_Type_f2c / PMPI_Type_f2c (datatype: MPI_Fint) -> MPI_Datatype { datatype } }
+crate::mpi_fn! { MPI_Group_c2f / PMPI_Group_c2f (group: MPI_Group) -> MPI_Fint { group } }
+crate::mpi_fn! { MPI_Group_f2c / PMPI_Group_f2c (group: MPI_Fint) -> MPI_Group { group } }
+crate::mpi_fn! { MPI_Request_c2f / PMPI_Request_c2f (request: MPI_Request) -> MPI_Fint { request } }
+crate::mpi_fn! { MPI_Request_f2c / PMPI_Request_f2c (request: MPI_Fint) -> MPI_Request { request } }
+crate::mpi_fn! { MPI_Op_c2f / PMPI_Op_c2f (op: MPI_Op) -> MPI_Fint { op } }
+crate::mpi_fn! { MPI_Op_f2c / PMPI_Op_f2c (op: MPI_Fint) -> MPI_Op { op } }
+crate::mpi_fn! { MPI_Info_c2f / PMPI_Info_c2f (info: MPI_Info) -> MPI_Fint { info } }
+crate::mpi_fn! { MPI_Info_f2c / PMPI_Info_f2c (info: MPI_Fint) -> MPI_Info { info } }
+crate::mpi_fn! {
+    MPI_Errhandler_c2f / PMPI_Errhandler_c2f (errhandler: MPI_Errhandler) -> MPI_Fint { errhandler }
+}
+crate::mpi_fn! {
+    MPI_Errhandler_f2c / PMPI_Errhandler_f2c (errhandler: MPI_Fint) -> MPI_Errhandler { errhandler }
+}
+crate::mpi_fn! { MPI_Win_c2f / PMPI_Win_c2f (win: MPI_Win) -> MPI_Fint { win } }
+crate::mpi_fn! { MPI_Win_f2c / PMPI_Win_f2c (win: MPI_Fint) -> MPI_Win { win } }
+crate::mpi_fn! { MPI_Message_c2f / PMPI_Message_c2f (message: MPI_Message) -> MPI_Fint { message } }
+crate::mpi_fn! { MPI_Message_f2c / PMPI_Message_f2c (message: MPI_Fint) -> MPI_Message { message } }
+crate::mpi_fn! { MPI_Session_c2f / PMPI_Session_c2f (session: MPI_Session) -> MPI_Fint { session } }
+crate::mpi_fn! { MPI_Session_f2c / PMPI_Session_f2c (session: MPI_Fint) -> MPI_Session { session } }
+
+// ---- Files: only MPI_FILE_NULL exists until MPI-IO is implemented ----
+
+crate::mpi_fn! {
+    MPI_File_c2f / PMPI_File_c2f (file: MPI_File) -> MPI_Fint {
+        let _ = file;
+        0
+    }
+}
+crate::mpi_fn! {
+    MPI_File_f2c / PMPI_File_f2c (file: MPI_Fint) -> MPI_File {
+        let _ = file;
+        MPI_FILE_NULL
+    }
+}
+
+// ---- Address arithmetic ----
+// Addresses wrap like unsigned machine arithmetic; MPI_BOTTOM-relative
+// displacements may be "negative", so overflow is not an error.
+
+crate::mpi_fn! {
+    MPI_Aint_add / PMPI_Aint_add (base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
+        base.wrapping_add(disp)
+    }
+}
+crate::mpi_fn! {
+    MPI_Aint_diff / PMPI_Aint_diff (addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
+        addr1.wrapping_sub(addr2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_handles_round_trip_unchanged() {
+        let handles = [
+            MPI_COMM_WORLD,
+            MPI_COMM_SELF,
+            MPI_COMM_NULL,
+            MPI_INT,
+            MPI_DOUBLE_INT,
+            MPI_GROUP_EMPTY,
+            MPI_REQUEST_NULL,
+            MPI_SUM,
+            MPI_INFO_ENV,
+            MPI_ERRORS_RETURN,
+            MPI_WIN_NULL,
+            MPI_MESSAGE_NO_PROC,
+            MPI_SESSION_NULL,
+            0x44000123,
+        ];
+        for h in handles {
+            // SAFETY: the conversions take and return plain integers.
+            unsafe {
+                assert_eq!(MPI_Comm_f2c(MPI_Comm_c2f(h)), h);
+                assert_eq!(MPI_Type_f2c(MPI_Type_c2f(h)), h);
+                assert_eq!(MPI_Group_f2c(MPI_Group_c2f(h)), h);
+                assert_eq!(MPI_Request_f2c(MPI_Request_c2f(h)), h);
+                assert_eq!(MPI_Op_f2c(MPI_Op_c2f(h)), h);
+                assert_eq!(MPI_Info_f2c(MPI_Info_c2f(h)), h);
+                assert_eq!(MPI_Errhandler_f2c(MPI_Errhandler_c2f(h)), h);
+                assert_eq!(MPI_Win_f2c(MPI_Win_c2f(h)), h);
+                assert_eq!(MPI_Message_f2c(MPI_Message_c2f(h)), h);
+                assert_eq!(MPI_Session_f2c(MPI_Session_c2f(h)), h);
+                // Fortran code sees the same integer as C (MPICH's convention).
+                assert_eq!(PMPI_Comm_c2f(h), h);
+                assert_eq!(PMPI_Type_f2c(h), h);
+            }
+        }
+    }
+
+    #[test]
+    fn file_handles_map_to_null() {
+        // SAFETY: the conversions never dereference the handle.
+        unsafe {
+            assert_eq!(MPI_File_c2f(MPI_FILE_NULL), 0);
+            assert!(MPI_File_f2c(0).is_null());
+            assert!(PMPI_File_f2c(7).is_null());
+        }
+    }
+
+    #[test]
+    fn aint_arithmetic_matches_pointer_arithmetic() {
+        let buf = [0u8; 64];
+        let base = buf.as_ptr() as MPI_Aint;
+        let at_40 = buf[40..].as_ptr() as MPI_Aint;
+        // SAFETY: plain integer arithmetic.
+        unsafe {
+            assert_eq!(MPI_Aint_add(base, 40), at_40);
+            assert_eq!(MPI_Aint_diff(at_40, base), 40);
+            assert_eq!(MPI_Aint_diff(base, at_40), -40);
+            assert_eq!(PMPI_Aint_add(at_40, -40), base);
+            // Wraps instead of panicking, like address arithmetic in C.
+            assert_eq!(MPI_Aint_add(MPI_Aint::MAX, 1), MPI_Aint::MIN);
+            assert_eq!(MPI_Aint_diff(MPI_Aint::MIN, 1), MPI_Aint::MAX);
+        }
+    }
+}

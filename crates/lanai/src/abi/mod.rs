@@ -1,0 +1,201 @@
+//! The C surface: every `MPI_`/`PMPI_` symbol, handle tables and error handling.
+//!
+//! # Entry points
+//! Every entry point is defined with [`mpi_fn!`], which emits the `PMPI_`
+//! symbol holding the body and an `MPI_` symbol that calls it (so profiling
+//! libraries can interpose `MPI_`), and wraps the body in `catch_unwind` so
+//! no panic crosses into C.
+
+use std::os::raw::c_int;
+
+pub mod consts;
+pub mod convert;
+pub mod errors;
+pub mod state;
+pub mod types;
+pub mod userbuf;
+
+mod coll;
+mod env;
+mod p2p;
+mod requests;
+
+pub use errors::unsupported;
+
+use crate::engine::comm;
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::request::Status;
+use crate::engine::{Engine, TAG_UB};
+use consts as c;
+use consts::{MPI_Comm, MPI_Datatype, MPI_Status};
+use userbuf::UserBuf;
+
+/// The engine's index for a communicator handle.
+pub fn comm_idx(h: MPI_Comm) -> MpiResult<usize> {
+    match h {
+        c::MPI_COMM_WORLD => Ok(comm::WORLD),
+        c::MPI_COMM_SELF => Ok(comm::SELF),
+        c::MPI_COMM_NULL => Err(MpiError::new(
+            c::MPI_ERR_COMM,
+            "invalid communicator MPI_COMM_NULL",
+        )),
+        _ => Err(MpiError::new(
+            c::MPI_ERR_COMM,
+            format!("invalid communicator 0x{:08x}", h as u32),
+        )),
+    }
+}
+
+/// Runs an entry point's work on the engine and routes failure through the
+/// error handler of `comm` (or `MPI_COMM_WORLD`'s).
+pub fn call(
+    name: &str,
+    comm: Option<MPI_Comm>,
+    f: impl FnOnce(&mut Engine) -> MpiResult<()>,
+) -> c_int {
+    match state::with_engine(f) {
+        Ok(()) => c::MPI_SUCCESS,
+        Err(e) => errors::raise(name, comm.and_then(|h| comm_idx(h).ok()), e),
+    }
+}
+
+/// Validates a (buffer, count, datatype) triple and wraps it.
+///
+/// # Safety
+/// `ptr` must point to `count` elements of `dt` that stay valid for the
+/// operation's lifetime, as the MPI standard requires of callers.
+pub unsafe fn user_buf(
+    ptr: *const std::ffi::c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> MpiResult<UserBuf> {
+    if count < 0 {
+        return Err(MpiError::count(i64::from(count)));
+    }
+    let size = types::type_size(dt)?;
+    let len = size * count as usize;
+    if ptr.is_null() && len > 0 {
+        return Err(MpiError::new(
+            c::MPI_ERR_BUFFER,
+            format!("NULL buffer with count {count}"),
+        ));
+    }
+    // SAFETY: forwarded from this function's contract.
+    Ok(unsafe { UserBuf::new(ptr as *mut u8, len) })
+}
+
+/// Checks a tag for a send (no wildcard) or a receive (`MPI_ANY_TAG` allowed).
+pub fn check_tag(tag: c_int, recv: bool) -> MpiResult<()> {
+    if (recv && tag == c::MPI_ANY_TAG) || (0..=TAG_UB).contains(&tag) {
+        Ok(())
+    } else {
+        Err(MpiError::tag(tag, TAG_UB))
+    }
+}
+
+/// Fills a C status unless it is `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `p` is `MPI_STATUS_IGNORE`, null, or points to a writable `MPI_Status`.
+pub unsafe fn write_status(p: *mut MPI_Status, st: &Status) {
+    if p.is_null() || p as usize == c::MPI_STATUS_IGNORE {
+        return;
+    }
+    let hi = ((st.count >> 32) as c_int) << 1;
+    // SAFETY: a valid status pointer per the contract.
+    unsafe {
+        (*p).count_lo = st.count as u32 as c_int;
+        (*p).count_hi_and_cancelled = hi | c_int::from(st.cancelled);
+        (*p).MPI_SOURCE = st.source;
+        (*p).MPI_TAG = st.tag;
+        (*p).MPI_ERROR = st.error;
+    }
+}
+
+/// Reads the byte count and cancelled flag of a C status.
+pub fn status_count(s: &MPI_Status) -> (u64, bool) {
+    let hi = (s.count_hi_and_cancelled as u32 >> 1) as u64;
+    (
+        ((hi) << 32) | u64::from(s.count_lo as u32),
+        s.count_hi_and_cancelled & 1 != 0,
+    )
+}
+
+/// The status of an operation that involved no message.
+pub fn empty_status() -> Status {
+    Status {
+        source: c::MPI_ANY_SOURCE,
+        tag: c::MPI_ANY_TAG,
+        error: c::MPI_SUCCESS,
+        count: 0,
+        cancelled: false,
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/stubs.rs"));
+
+/// A value returned to C when an entry point panicked.
+pub trait PanicValue {
+    fn on_panic() -> Self;
+}
+
+impl PanicValue for c_int {
+    fn on_panic() -> Self {
+        consts::MPI_ERR_INTERN
+    }
+}
+
+impl PanicValue for f64 {
+    fn on_panic() -> Self {
+        0.0
+    }
+}
+
+impl PanicValue for isize {
+    fn on_panic() -> Self {
+        0
+    }
+}
+
+/// Runs an entry point's body; a panic becomes a one-line message and an error value.
+pub fn guard<T: PanicValue>(name: &str, body: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            eprintln!("lanai: {name}: internal error: {msg}");
+            T::on_panic()
+        }
+    }
+}
+
+/// Defines one MPI function under its `PMPI_` and `MPI_` names.
+///
+/// ```ignore
+/// mpi_fn! { MPI_Foo / PMPI_Foo (a: c_int, b: *mut c_int) -> c_int { body } }
+/// ```
+/// The body runs inside [`guard`]; it may use `unsafe` blocks, each with a
+/// `// SAFETY:` line.
+#[macro_export]
+macro_rules! mpi_fn {
+    ($name:ident / $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty $body:block) => {
+        /// # Safety
+        /// Called from C with arguments as the MPI standard specifies for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> $ret {
+            $crate::abi::guard(stringify!($name), move || $body)
+        }
+
+        /// # Safety
+        /// As for the `PMPI_` form, which this calls.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            // SAFETY: same contract as the PMPI_ entry point.
+            unsafe { $pname($($arg),*) }
+        }
+    };
+}

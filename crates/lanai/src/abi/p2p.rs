@@ -1,0 +1,465 @@
+//! Point-to-point entry points.
+
+use super::consts as c;
+use super::consts::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
+use super::requests::{finish_blocking, handle_of, new_done_request};
+use super::{call, check_tag, comm_idx, types, user_buf, write_status};
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::request::{Persistent, SendMode, Status};
+use crate::engine::{proc_null_status, Engine};
+use crate::mpi_fn;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+/// Starts a send of any mode; returns the request index (completed or not).
+///
+/// # Safety
+/// As for [`user_buf`].
+#[allow(clippy::too_many_arguments)] // mirrors the C signature plus the mode
+unsafe fn isend(
+    e: &mut Engine,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> MpiResult<Option<usize>> {
+    let ci = comm_idx(comm)?;
+    // SAFETY: forwarded.
+    let b = unsafe { user_buf(buf, count, dt)? };
+    check_tag(tag, false)?;
+    e.start_send(ci, dest, tag, b, mode)
+}
+
+macro_rules! blocking_send {
+    ($name:ident, $pname:ident, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                // SAFETY: the caller's buffer, valid for the call's duration.
+                if let Some(r) = unsafe { isend(e, buf, count, datatype, dest, tag, comm, $mode)? } {
+                    finish_blocking(e, r, std::ptr::null_mut())?;
+                }
+                Ok(())
+            })
+        }}
+    };
+}
+
+blocking_send!(MPI_Send, PMPI_Send, SendMode::Standard);
+blocking_send!(MPI_Ssend, PMPI_Ssend, SendMode::Sync);
+blocking_send!(MPI_Rsend, PMPI_Rsend, SendMode::Ready);
+blocking_send!(MPI_Bsend, PMPI_Bsend, SendMode::Buffered);
+
+macro_rules! nonblocking_send {
+    ($name:ident, $pname:ident, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                if request.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+                }
+                // SAFETY: the standard keeps the buffer valid until completion.
+                let r = match unsafe { isend(e, buf, count, datatype, dest, tag, comm, $mode)? } {
+                    Some(r) => r,
+                    None => new_done_request(e, Status::default()),
+                };
+                // SAFETY: checked non-null.
+                unsafe { *request = handle_of(r) };
+                Ok(())
+            })
+        }}
+    };
+}
+
+nonblocking_send!(MPI_Isend, PMPI_Isend, SendMode::Standard);
+nonblocking_send!(MPI_Issend, PMPI_Issend, SendMode::Sync);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, SendMode::Ready);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, SendMode::Buffered);
+
+/// # Safety
+/// As for [`user_buf`].
+unsafe fn irecv(
+    e: &mut Engine,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let ci = comm_idx(comm)?;
+    // SAFETY: forwarded.
+    let b = unsafe { user_buf(buf, count, dt)? };
+    check_tag(tag, true)?;
+    e.start_recv(ci, src, tag, b)
+}
+
+mpi_fn! { MPI_Recv / PMPI_Recv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    call("MPI_Recv", Some(comm), |e| {
+        // SAFETY: the caller's buffer, valid for the call's duration.
+        let r = unsafe { irecv(e, buf, count, datatype, source, tag, comm)? };
+        finish_blocking(e, r, status)
+    })
+}}
+
+mpi_fn! { MPI_Irecv / PMPI_Irecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    call("MPI_Irecv", Some(comm), |e| {
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        // SAFETY: the standard keeps the buffer valid until completion.
+        let r = unsafe { irecv(e, buf, count, datatype, source, tag, comm)? };
+        // SAFETY: checked non-null.
+        unsafe { *request = handle_of(r) };
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Sendrecv / PMPI_Sendrecv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    call("MPI_Sendrecv", Some(comm), |e| {
+        // SAFETY: both buffers valid for the call's duration.
+        let rr = unsafe { irecv(e, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+        // SAFETY: as above.
+        let sr = unsafe { isend(e, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)? };
+        if let Some(s) = sr {
+            finish_blocking(e, s, std::ptr::null_mut())?;
+        }
+        finish_blocking(e, rr, status)
+    })
+}}
+
+mpi_fn! { MPI_Sendrecv_replace / PMPI_Sendrecv_replace (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    call("MPI_Sendrecv_replace", Some(comm), |e| {
+        // Send from a copy so the receive can land in place.
+        // SAFETY: the caller's buffer, valid for the call's duration.
+        let b = unsafe { user_buf(buf, count, datatype)? };
+        let copy = b.as_slice().to_vec();
+        // SAFETY: `copy` outlives the send, which completes below.
+        let sr = unsafe { isend(e, copy.as_ptr().cast(), count, datatype, dest, sendtag, comm, SendMode::Standard)? };
+        // SAFETY: as above.
+        let rr = unsafe { irecv(e, buf, count, datatype, source, recvtag, comm)? };
+        if let Some(s) = sr {
+            finish_blocking(e, s, std::ptr::null_mut())?;
+        }
+        finish_blocking(e, rr, status)
+    })
+}}
+
+// ---- probe ----
+
+fn write_probe_status(status: *mut MPI_Status, st: &Status) {
+    // SAFETY: `status` is the caller's status argument (or IGNORE).
+    unsafe { write_status(status, st) };
+}
+
+mpi_fn! { MPI_Iprobe / PMPI_Iprobe (source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    call("MPI_Iprobe", Some(comm), |e| {
+        check_tag(tag, true)?;
+        if flag.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
+        }
+        let found = e.iprobe(comm_idx(comm)?, source, tag)?;
+        // SAFETY: checked non-null.
+        unsafe { *flag = c_int::from(found.is_some()) };
+        if let Some(st) = found {
+            write_probe_status(status, &st);
+        }
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Probe / PMPI_Probe (source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    call("MPI_Probe", Some(comm), |e| {
+        check_tag(tag, true)?;
+        let ci = comm_idx(comm)?;
+        let mut found = None;
+        e.wait_until_mut(|e| {
+            found = e.iprobe(ci, source, tag)?;
+            Ok(found.is_some())
+        })?;
+        if let Some(st) = found {
+            write_probe_status(status, &st);
+        }
+        Ok(())
+    })
+}}
+
+const MESSAGE_BASE: c_int = 0x2e00_0000;
+
+fn message_handle(e: &mut Engine, msg: crate::engine::matching::Unexpected) -> MPI_Message {
+    let slot = e
+        .probed
+        .iter()
+        .position(Option::is_none)
+        .unwrap_or_else(|| {
+            e.probed.push(None);
+            e.probed.len() - 1
+        });
+    e.probed[slot] = Some(msg);
+    MESSAGE_BASE | slot as c_int
+}
+
+fn improbe(
+    e: &mut Engine,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult<bool> {
+    check_tag(tag, true)?;
+    if message.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, "message is NULL"));
+    }
+    if source == c::MPI_PROC_NULL {
+        // SAFETY: checked non-null.
+        unsafe { *message = c::MPI_MESSAGE_NO_PROC };
+        write_probe_status(status, &proc_null_status());
+        return Ok(true);
+    }
+    match e.improbe(comm_idx(comm)?, source, tag)? {
+        Some((st, msg)) => {
+            let h = message_handle(e, msg);
+            // SAFETY: checked non-null.
+            unsafe { *message = h };
+            write_probe_status(status, &st);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+mpi_fn! { MPI_Improbe / PMPI_Improbe (source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    call("MPI_Improbe", Some(comm), |e| {
+        if flag.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
+        }
+        let got = improbe(e, source, tag, comm, message, status)?;
+        // SAFETY: checked non-null.
+        unsafe { *flag = c_int::from(got) };
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Mprobe / PMPI_Mprobe (source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    call("MPI_Mprobe", Some(comm), |e| e.wait_until_mut(|e| improbe(e, source, tag, comm, message, status)))
+}}
+
+/// Starts receiving a matched message; `None` for `MPI_MESSAGE_NO_PROC`.
+///
+/// # Safety
+/// As for [`user_buf`]; `message` points to a message handle.
+unsafe fn start_mrecv(
+    e: &mut Engine,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    message: *mut MPI_Message,
+) -> MpiResult<Option<usize>> {
+    if message.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, "message is NULL"));
+    }
+    // SAFETY: checked non-null.
+    let h = unsafe { *message };
+    // SAFETY: forwarded.
+    let b = unsafe { user_buf(buf, count, dt)? };
+    // SAFETY: checked non-null.
+    unsafe { *message = c::MPI_MESSAGE_NULL };
+    if h == c::MPI_MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    let slot = (h & !MESSAGE_BASE) as usize;
+    let msg = (h & MESSAGE_BASE == MESSAGE_BASE)
+        .then(|| e.probed.get_mut(slot).and_then(Option::take))
+        .flatten()
+        .ok_or_else(|| {
+            MpiError::new(
+                c::MPI_ERR_REQUEST,
+                format!("invalid message handle 0x{:08x}", h as u32),
+            )
+        })?;
+    e.mrecv(msg, b).map(Some)
+}
+
+mpi_fn! { MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    call("MPI_Mrecv", None, |e| {
+        // SAFETY: the caller's buffer and handle.
+        match unsafe { start_mrecv(e, buf, count, datatype, message)? } {
+            Some(r) => finish_blocking(e, r, status),
+            None => {
+                write_probe_status(status, &proc_null_status());
+                Ok(())
+            }
+        }
+    })
+}}
+
+mpi_fn! { MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    call("MPI_Imrecv", None, |e| {
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        // SAFETY: the caller's buffer (valid until completion) and handle.
+        let r = match unsafe { start_mrecv(e, buf, count, datatype, message)? } {
+            Some(r) => r,
+            None => new_done_request(e, proc_null_status()),
+        };
+        // SAFETY: checked non-null.
+        unsafe { *request = handle_of(r) };
+        Ok(())
+    })
+}}
+
+// ---- counts ----
+
+fn count_of(status: *const MPI_Status, dt: MPI_Datatype) -> MpiResult<c_int> {
+    if status.is_null() || status as usize == c::MPI_STATUS_IGNORE {
+        return Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            "status is NULL or MPI_STATUS_IGNORE",
+        ));
+    }
+    let size = types::type_size(dt)?;
+    // SAFETY: checked to be a real status pointer.
+    let (bytes, _) = super::status_count(unsafe { &*status });
+    Ok(if size == 0 {
+        0
+    } else if bytes % size as u64 != 0 {
+        c::MPI_UNDEFINED
+    } else {
+        c_int::try_from(bytes / size as u64).unwrap_or(c::MPI_UNDEFINED)
+    })
+}
+
+mpi_fn! { MPI_Get_count / PMPI_Get_count (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    call("MPI_Get_count", None, |_| {
+        let n = count_of(status, datatype)?;
+        if count.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *count = n };
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Get_elements / PMPI_Get_elements (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    // Predefined datatypes: elements and count coincide.
+    call("MPI_Get_elements", None, |_| {
+        let n = count_of(status, datatype)?;
+        if count.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *count = n };
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Get_elements_x / PMPI_Get_elements_x (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c::MPI_Count) -> c_int {
+    call("MPI_Get_elements_x", None, |_| {
+        let n = count_of(status, datatype)?;
+        if count.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *count = c::MPI_Count::from(n) };
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Type_size / PMPI_Type_size (datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    call("MPI_Type_size", None, |_| {
+        let s = types::type_size(datatype)?;
+        if size.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "size is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *size = s as c_int };
+        Ok(())
+    })
+}}
+
+// ---- buffered mode ----
+
+mpi_fn! { MPI_Buffer_attach / PMPI_Buffer_attach (buffer: *mut c_void, size: c_int) -> c_int {
+    call("MPI_Buffer_attach", None, |e| {
+        if size < 0 {
+            return Err(MpiError::count(i64::from(size)));
+        }
+        if e.bsend_buffer.is_some() {
+            return Err(MpiError::new(c::MPI_ERR_BUFFER, "a buffer is already attached"));
+        }
+        e.bsend_buffer = Some((buffer as usize, size as usize));
+        Ok(())
+    })
+}}
+
+mpi_fn! { MPI_Buffer_detach / PMPI_Buffer_detach (buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    call("MPI_Buffer_detach", None, |e| {
+        if buffer_addr.is_null() || size.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
+        }
+        // Detaching waits until every buffered send has left the buffer.
+        e.wait_until(|e| e.bsend_used == 0)?;
+        let (addr, len) = e.bsend_buffer.take().unwrap_or((0, 0));
+        // SAFETY: both checked non-null; `buffer_addr` is a `void **` in C.
+        unsafe {
+            *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
+            *size = len as c_int;
+        }
+        Ok(())
+    })
+}}
+
+// ---- persistent requests ----
+
+macro_rules! send_init {
+    ($name:ident, $pname:ident, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                let ci = comm_idx(comm)?;
+                // SAFETY: the standard keeps the buffer valid while the request exists.
+                let b = unsafe { user_buf(buf, count, datatype)? };
+                check_tag(tag, false)?;
+                if dest != c::MPI_PROC_NULL {
+                    e.comms.get(ci)?.check_rank(dest)?;
+                }
+                if request.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+                }
+                let r = e.persistent(Persistent::Send { comm: ci, dest, tag, buf: b, mode: $mode });
+                // SAFETY: checked non-null.
+                unsafe { *request = handle_of(r) };
+                Ok(())
+            })
+        }}
+    };
+}
+
+send_init!(MPI_Send_init, PMPI_Send_init, SendMode::Standard);
+send_init!(MPI_Ssend_init, PMPI_Ssend_init, SendMode::Sync);
+send_init!(MPI_Rsend_init, PMPI_Rsend_init, SendMode::Ready);
+send_init!(MPI_Bsend_init, PMPI_Bsend_init, SendMode::Buffered);
+
+mpi_fn! { MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    call("MPI_Recv_init", Some(comm), |e| {
+        let ci = comm_idx(comm)?;
+        // SAFETY: the standard keeps the buffer valid while the request exists.
+        let b = unsafe { user_buf(buf, count, datatype)? };
+        check_tag(tag, true)?;
+        if source != c::MPI_PROC_NULL && source != c::MPI_ANY_SOURCE {
+            e.comms.get(ci)?.check_rank(source)?;
+        }
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        let r = e.persistent(Persistent::Recv { comm: ci, src: source, tag, buf: b });
+        // SAFETY: checked non-null.
+        unsafe { *request = handle_of(r) };
+        Ok(())
+    })
+}}

@@ -1,0 +1,54 @@
+//! The engine's error: an MPI error class plus a one-line cause.
+
+use crate::abi::consts as c;
+
+/// An error to report through the communicator's error handler. `msg` is the
+/// cause alone; the ABI layer prefixes the MPI function's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpiError {
+    pub class: i32,
+    pub msg: String,
+}
+
+impl MpiError {
+    pub fn new(class: i32, msg: impl Into<String>) -> Self {
+        Self {
+            class,
+            msg: msg.into(),
+        }
+    }
+    pub fn rank(rank: i32, size: usize) -> Self {
+        Self::new(
+            c::MPI_ERR_RANK,
+            format!("invalid rank {rank} (communicator size {size})"),
+        )
+    }
+    pub fn tag(tag: i32, ub: i32) -> Self {
+        Self::new(
+            c::MPI_ERR_TAG,
+            format!("invalid tag {tag} (valid tags are 0..={ub})"),
+        )
+    }
+    pub fn count(count: i64) -> Self {
+        Self::new(c::MPI_ERR_COUNT, format!("invalid count {count}"))
+    }
+    pub fn comm() -> Self {
+        Self::new(c::MPI_ERR_COMM, "invalid communicator")
+    }
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Self::new(c::MPI_ERR_INTERN, msg)
+    }
+    pub fn other(msg: impl Into<String>) -> Self {
+        Self::new(c::MPI_ERR_OTHER, msg)
+    }
+}
+
+impl std::fmt::Display for MpiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for MpiError {}
+
+pub type MpiResult<T> = Result<T, MpiError>;

@@ -1,0 +1,132 @@
+//! The transports as the engine sees them: a route per world rank, decided
+//! once at start-up, and one send call that picks shared memory or TCP.
+
+use super::doorbell::Doorbell;
+use super::error::{MpiError, MpiResult};
+use crate::shm::ShmNode;
+use lanai_tcp::TcpTransport;
+use lanai_wire::envelope::Envelope;
+use std::collections::VecDeque;
+
+/// How to reach a world rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// This process.
+    Loopback,
+    /// Same node: the local index in the shared segment.
+    Shm(usize),
+    /// Another node.
+    Tcp,
+}
+
+/// Per-transport counters for `LANAI_STATS`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counters {
+    pub shm_msgs: u64,
+    pub shm_bytes: u64,
+    pub self_msgs: u64,
+    pub self_bytes: u64,
+}
+
+#[derive(Debug)]
+pub struct Net {
+    pub routes: Vec<Route>,
+    /// World rank of each local index.
+    pub local_world: Vec<u32>,
+    pub shm: Option<ShmNode>,
+    /// Messages waiting for ring space, per local index, in FIFO order.
+    backlog: Vec<VecDeque<(Envelope, Vec<u8>)>>,
+    backlog_len: usize,
+    pub tcp: Option<TcpTransport>,
+    pub doorbell: Option<Doorbell>,
+    pub counters: Counters,
+}
+
+impl Net {
+    pub fn new(routes: Vec<Route>, local_world: Vec<u32>) -> Self {
+        let n = local_world.len();
+        Self {
+            routes,
+            local_world,
+            shm: None,
+            backlog: (0..n).map(|_| VecDeque::new()).collect(),
+            backlog_len: 0,
+            tcp: None,
+            doorbell: None,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Sends to a world rank reached by shared memory or TCP (not loopback).
+    /// The payload is copied or queued; the caller may reuse it at once.
+    pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> MpiResult<()> {
+        match self.routes[to as usize] {
+            Route::Shm(local) => {
+                let shm = self
+                    .shm
+                    .as_mut()
+                    .ok_or_else(|| MpiError::internal("no shared-memory segment"))?;
+                self.counters.shm_msgs += 1;
+                self.counters.shm_bytes += payload.len() as u64;
+                if self.backlog[local].is_empty() && shm.try_send(local, env, payload) {
+                    if shm.peer_sleeping(local) {
+                        if let Some(d) = &self.doorbell {
+                            d.ring(to);
+                        }
+                    }
+                } else {
+                    self.backlog[local].push_back((*env, payload.to_vec()));
+                    self.backlog_len += 1;
+                }
+                Ok(())
+            }
+            Route::Tcp => {
+                let tcp = self
+                    .tcp
+                    .as_mut()
+                    .ok_or_else(|| MpiError::internal("no TCP transport"))?;
+                tcp.send(to, env, payload)
+                    .map_err(|e| MpiError::other(format!("TCP send to rank {to} failed: {e}")))
+            }
+            Route::Loopback => Err(MpiError::internal(
+                "loopback message reached the network layer",
+            )),
+        }
+    }
+
+    /// Largest payload one shared-memory message carries.
+    pub fn shm_max_payload(&self) -> usize {
+        self.shm.as_ref().map_or(0, ShmNode::max_payload)
+    }
+
+    /// Moves queued messages into rings that have room; true if any moved.
+    pub fn flush_backlog(&mut self) -> bool {
+        if self.backlog_len == 0 {
+            return false;
+        }
+        let Some(shm) = self.shm.as_mut() else {
+            return false;
+        };
+        let mut moved = false;
+        for (local, q) in self.backlog.iter_mut().enumerate() {
+            while let Some((env, data)) = q.front() {
+                if !shm.try_send(local, env, data) {
+                    break;
+                }
+                q.pop_front();
+                self.backlog_len -= 1;
+                moved = true;
+            }
+            if moved && shm.peer_sleeping(local) {
+                if let Some(d) = &self.doorbell {
+                    d.ring(self.local_world[local]);
+                }
+            }
+        }
+        moved
+    }
+
+    pub fn has_backlog(&self) -> bool {
+        self.backlog_len > 0
+    }
+}

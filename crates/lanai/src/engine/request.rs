@@ -1,0 +1,180 @@
+//! Requests: the state of every operation in flight, in a slab.
+
+use crate::abi::userbuf::UserBuf;
+
+/// Where a completed operation's outcome lands, as MPI_Status reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub error: i32,
+    /// Bytes received.
+    pub count: u64,
+    pub cancelled: bool,
+}
+
+/// What a persistent request starts each time.
+#[derive(Debug, Clone, Copy)]
+pub enum Persistent {
+    Send {
+        comm: usize,
+        dest: i32,
+        tag: i32,
+        buf: UserBuf,
+        mode: SendMode,
+    },
+    Recv {
+        comm: usize,
+        src: i32,
+        tag: i32,
+        buf: UserBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    Standard,
+    Sync,
+    Ready,
+    Buffered,
+}
+
+/// The operation-specific part of a request.
+#[derive(Debug)]
+pub enum Op {
+    /// A send waiting for an acknowledgement (synchronous or rendezvous);
+    /// `buf` stays borrowed until then; a buffered send owns a copy instead.
+    Send {
+        buf: UserBuf,
+        to_world: u32,
+        bsend_bytes: usize,
+        owned: Option<Vec<u8>>,
+    },
+    /// A receive: posted (in the matching queue) or being filled.
+    Recv {
+        buf: UserBuf,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        filled: u64,
+    },
+    /// A collective instance; its state machine lives in the collective table.
+    Coll,
+    /// Nothing left to do (completed, or inactive persistent request).
+    Idle,
+}
+
+#[derive(Debug)]
+pub struct Request {
+    pub gen: u32,
+    pub op: Op,
+    pub done: bool,
+    pub status: Status,
+    /// `MPI_Request_free` was called while active: drop on completion.
+    pub freed: bool,
+    pub persistent: Option<Persistent>,
+    /// A persistent request between Start and completion.
+    pub active: bool,
+}
+
+/// The request slab. Indices are reused; generations tell stale cookies apart.
+#[derive(Debug, Default)]
+pub struct Requests {
+    slots: Vec<Option<Request>>,
+    free: Vec<usize>,
+    gens: Vec<u32>,
+    live: usize,
+}
+
+impl Requests {
+    pub fn insert(&mut self, op: Op) -> usize {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.gens.push(0);
+            self.slots.len() - 1
+        });
+        self.gens[idx] = self.gens[idx].wrapping_add(1);
+        self.slots[idx] = Some(Request {
+            gen: self.gens[idx],
+            op,
+            done: false,
+            status: Status::default(),
+            freed: false,
+            persistent: None,
+            active: false,
+        });
+        self.live += 1;
+        idx
+    }
+
+    pub fn get(&self, idx: usize) -> Option<&Request> {
+        self.slots.get(idx)?.as_ref()
+    }
+
+    pub fn get_mut(&mut self, idx: usize) -> Option<&mut Request> {
+        self.slots.get_mut(idx)?.as_mut()
+    }
+
+    pub fn remove(&mut self, idx: usize) -> Option<Request> {
+        let r = self.slots.get_mut(idx)?.take()?;
+        self.free.push(idx);
+        self.live -= 1;
+        Some(r)
+    }
+
+    /// A transport cookie naming this request: index and generation.
+    pub fn cookie(&self, idx: usize) -> u64 {
+        (u64::from(self.gens[idx]) << 32) | idx as u64
+    }
+
+    /// The request a cookie names, if it is still the same one.
+    pub fn by_cookie(&self, cookie: u64) -> Option<usize> {
+        let idx = (cookie & 0xffff_ffff) as usize;
+        let r = self.get(idx)?;
+        (u64::from(r.gen) == cookie >> 32).then_some(idx)
+    }
+
+    /// Marks a request complete; a freed one is dropped right away.
+    pub fn complete(&mut self, idx: usize, status: Status) {
+        if let Some(r) = self.get_mut(idx) {
+            r.status = status;
+            r.done = true;
+            r.op = Op::Idle;
+            if r.freed {
+                self.remove(idx);
+            }
+        }
+    }
+
+    pub fn live(&self) -> usize {
+        self.live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_cookies_do_not_resolve() {
+        let mut r = Requests::default();
+        let a = r.insert(Op::Coll);
+        let ca = r.cookie(a);
+        assert_eq!(r.by_cookie(ca), Some(a));
+        r.remove(a);
+        let b = r.insert(Op::Coll);
+        assert_eq!(a, b, "slot reused");
+        assert_eq!(r.by_cookie(ca), None);
+        assert_eq!(r.by_cookie(r.cookie(b)), Some(b));
+    }
+
+    #[test]
+    fn freed_requests_vanish_on_completion() {
+        let mut r = Requests::default();
+        let a = r.insert(Op::Coll);
+        r.get_mut(a).unwrap().freed = true;
+        r.complete(a, Status::default());
+        assert!(r.get(a).is_none());
+        assert_eq!(r.live(), 0);
+    }
+}

@@ -1,0 +1,12 @@
+//! Shared memory between the ranks of one node: the segment, the per-pair
+//! rings, and single-copy reads of another process's memory.
+//!
+//! This is one of the two places where `unsafe` code lives (with `abi`).
+//! Memory shared between processes holds plain data and atomics only.
+
+pub mod cma;
+pub mod ring;
+pub mod segment;
+
+pub use ring::{CellHeader, ShmNode};
+pub use segment::Segment;

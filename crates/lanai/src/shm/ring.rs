@@ -1,0 +1,401 @@
+//! The node segment's layout and its per-pair single-producer rings.
+//!
+//! Layout: a header, one control block per local rank (its `sleeping` flag
+//! and pid, each block on its own cache lines), then one ring per ordered
+//! pair of local ranks. A ring is a control line holding the consumer's
+//! `tail`, then `cells` cells of 64 bytes.
+//!
+//! A message occupies consecutive cells: the first holds `seq` (written
+//! last, with release ordering), the payload length, the 32-byte envelope
+//! and the start of the payload, which continues in the following cells. So
+//! a small message costs one cache-line transfer. `seq` for absolute
+//! position `p` is `p + 1` (never 0), so a stale cell from an earlier lap
+//! never looks valid; the consumer zeroes the first word of continuation
+//! cells it consumed, because payload bytes there could otherwise mimic a
+//! future `seq`. A message never wraps: a pad record fills the ring's end.
+
+use super::Segment;
+use lanai_wire::envelope::{Envelope, ENVELOPE_LEN};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+const MAGIC: u64 = 0x4c41_4e41_4953_484d; // "LANAISHM"
+const HEADER_BYTES: usize = 256;
+const CTRL_BYTES: usize = 128;
+const RING_CTRL_BYTES: usize = 128;
+const CELL: usize = 64;
+/// Offset of the envelope, and of the payload, in a message's first cell.
+const ENV_AT: usize = 8;
+const PAYLOAD_AT: usize = ENV_AT + ENVELOPE_LEN;
+const PAD: u32 = u32::MAX;
+
+/// What a received cell carries: the envelope and the inline payload.
+pub type CellHeader = Envelope;
+
+/// Bytes of segment needed for `local_size` ranks with rings of `ring_bytes`.
+pub fn segment_len(local_size: usize, ring_bytes: usize) -> usize {
+    HEADER_BYTES
+        + local_size * CTRL_BYTES
+        + local_size * local_size * (RING_CTRL_BYTES + ring_bytes)
+}
+
+/// Largest payload one message may carry through a ring of `ring_bytes`.
+pub fn max_payload(ring_bytes: usize) -> usize {
+    ring_bytes / 2 - PAYLOAD_AT
+}
+
+fn seq_for(pos: u64) -> u32 {
+    (pos as u32).wrapping_add(1).max(1)
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tx {
+    head: u64,
+    tail_cache: u64,
+}
+
+/// This rank's view of its node's segment.
+#[derive(Debug)]
+pub struct ShmNode {
+    seg: Segment,
+    local_size: usize,
+    me: usize,
+    cells: u64,
+    tx: Vec<Tx>,
+    rx: Vec<u64>,
+}
+
+impl ShmNode {
+    /// Wraps a mapped segment. The creator then calls [`ShmNode::init`].
+    pub fn new(
+        seg: Segment,
+        local_size: usize,
+        me: usize,
+        ring_bytes: usize,
+    ) -> Result<Self, String> {
+        if !ring_bytes.is_power_of_two() || ring_bytes < 4096 {
+            return Err(format!(
+                "ring size {ring_bytes} must be a power of two >= 4096"
+            ));
+        }
+        if seg.len() < segment_len(local_size, ring_bytes) || me >= local_size {
+            return Err("shared-memory segment too small for this node".into());
+        }
+        Ok(Self {
+            seg,
+            local_size,
+            me,
+            cells: (ring_bytes / CELL) as u64,
+            tx: vec![Tx::default(); local_size],
+            rx: vec![0; local_size],
+        })
+    }
+
+    fn atomic_u32(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= self.seg.len());
+        // SAFETY: `off` is 4-aligned and inside the mapping, which lives as
+        // long as `self`; shared words are only accessed atomically.
+        unsafe { &*(self.seg.base().add(off) as *const AtomicU32) }
+    }
+
+    fn atomic_u64(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.seg.len());
+        // SAFETY: as for `atomic_u32`, with 8-byte alignment.
+        unsafe { &*(self.seg.base().add(off) as *const AtomicU64) }
+    }
+
+    /// Writes the header; only the creator calls this, before publishing the name.
+    pub fn init(&self) {
+        self.atomic_u32(8)
+            .store(self.local_size as u32, Ordering::Relaxed);
+        self.atomic_u32(12)
+            .store(self.cells as u32, Ordering::Relaxed);
+        self.atomic_u64(0).store(MAGIC, Ordering::Release);
+    }
+
+    /// Checks that the creator's header matches our idea of the node.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.atomic_u64(0).load(Ordering::Acquire) != MAGIC {
+            return Err("shared-memory segment has a bad header".into());
+        }
+        let (ls, cells) = (
+            self.atomic_u32(8).load(Ordering::Relaxed),
+            self.atomic_u32(12).load(Ordering::Relaxed),
+        );
+        if ls as usize != self.local_size || u64::from(cells) != self.cells {
+            return Err(format!(
+                "shared-memory segment is for {ls} ranks with {cells} cells; expected {} and {} (is LANAI_SHM_RING_BYTES the same on every rank?)",
+                self.local_size, self.cells
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts this rank as attached; true for the last one, which unlinks the name.
+    pub fn attach(&self) -> bool {
+        self.atomic_u32(16).fetch_add(1, Ordering::AcqRel) + 1 == self.local_size as u32
+    }
+
+    fn ctrl(&self, local: usize) -> usize {
+        HEADER_BYTES + local * CTRL_BYTES
+    }
+
+    /// Publishes this rank's pid (for single-copy reads by peers).
+    pub fn set_pid(&self, pid: i32) {
+        self.atomic_u32(self.ctrl(self.me) + 64)
+            .store(pid as u32, Ordering::Release);
+    }
+
+    pub fn peer_pid(&self, local: usize) -> i32 {
+        self.atomic_u32(self.ctrl(local) + 64)
+            .load(Ordering::Acquire) as i32
+    }
+
+    /// Marks this rank as about to sleep (or awake). The fence pairs with the
+    /// one in [`ShmNode::peer_sleeping`]: either the sleeper sees the new
+    /// message on its last poll, or the sender sees the flag and wakes it.
+    pub fn set_sleeping(&self, sleeping: bool) {
+        self.atomic_u32(self.ctrl(self.me))
+            .store(u32::from(sleeping), Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Whether `local` may be asleep and need a wake-up after a send.
+    pub fn peer_sleeping(&self, local: usize) -> bool {
+        fence(Ordering::SeqCst);
+        self.atomic_u32(self.ctrl(local)).load(Ordering::Relaxed) != 0
+    }
+
+    fn ring(&self, from: usize, to: usize) -> usize {
+        HEADER_BYTES
+            + self.local_size * CTRL_BYTES
+            + (from * self.local_size + to) * (RING_CTRL_BYTES + self.cells as usize * CELL)
+    }
+
+    fn cell_off(&self, ring: usize, pos: u64) -> usize {
+        ring + RING_CTRL_BYTES + (pos % self.cells) as usize * CELL
+    }
+
+    /// Largest payload a single message may carry.
+    pub fn max_payload(&self) -> usize {
+        max_payload(self.cells as usize * CELL)
+    }
+
+    /// Tries to enqueue one message to local rank `to`; false when the ring
+    /// lacks space (the caller queues and retries, keeping FIFO order).
+    pub fn try_send(&mut self, to: usize, env: &Envelope, payload: &[u8]) -> bool {
+        assert!(
+            payload.len() <= self.max_payload(),
+            "shm payload over the ring's limit"
+        );
+        let ring = self.ring(self.me, to);
+        let need = (PAYLOAD_AT + payload.len()).div_ceil(CELL) as u64;
+        let Tx {
+            mut head,
+            mut tail_cache,
+        } = self.tx[to];
+        let to_end = self.cells - head % self.cells;
+        let total = if need > to_end { to_end + need } else { need };
+        if head + total - tail_cache > self.cells {
+            tail_cache = self.atomic_u64(ring).load(Ordering::Acquire);
+            self.tx[to].tail_cache = tail_cache;
+            if head + total - tail_cache > self.cells {
+                return false;
+            }
+        }
+        if need > to_end {
+            let off = self.cell_off(ring, head);
+            self.write_bytes(off + 4, &PAD.to_le_bytes());
+            self.atomic_u32(off).store(seq_for(head), Ordering::Release);
+            head += to_end;
+        }
+        let off = self.cell_off(ring, head);
+        self.write_bytes(off + 4, &(payload.len() as u32).to_le_bytes());
+        self.write_bytes(off + ENV_AT, &env.encode());
+        self.write_bytes(off + PAYLOAD_AT, payload);
+        self.atomic_u32(off).store(seq_for(head), Ordering::Release);
+        self.tx[to].head = head + need;
+        true
+    }
+
+    fn write_bytes(&self, off: usize, src: &[u8]) {
+        assert!(off + src.len() <= self.seg.len());
+        // SAFETY: in bounds (checked above); these cells are owned by the
+        // producer until it publishes `seq`, and the consumer released them
+        // through `tail` before we got here.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.seg.base().add(off), src.len()) }
+    }
+
+    /// Whether a message from local rank `from` is waiting (one load).
+    #[inline]
+    pub fn has_message(&self, from: usize) -> bool {
+        let ring = self.ring(from, self.me);
+        let head = self.rx[from];
+        self.atomic_u32(self.cell_off(ring, head))
+            .load(Ordering::Acquire)
+            == seq_for(head)
+    }
+
+    /// Takes the next message from local rank `from`, if any, handing its
+    /// envelope and payload (borrowed from the ring) to `f`.
+    pub fn poll<R>(
+        &mut self,
+        from: usize,
+        f: impl FnOnce(Envelope, &[u8]) -> R,
+    ) -> Option<Result<R, String>> {
+        let ring = self.ring(from, self.me);
+        let mut head = self.rx[from];
+        let mut off = self.cell_off(ring, head);
+        if self.atomic_u32(off).load(Ordering::Acquire) != seq_for(head) {
+            return None;
+        }
+        let mut plen = self.read_u32(off + 4);
+        if plen == PAD {
+            let to_end = self.cells - head % self.cells;
+            self.zero_continuations(ring, head, to_end);
+            head += to_end;
+            self.rx[from] = head;
+            off = self.cell_off(ring, head);
+            if self.atomic_u32(off).load(Ordering::Acquire) != seq_for(head) {
+                self.atomic_u64(ring).store(head, Ordering::Release);
+                return None;
+            }
+            plen = self.read_u32(off + 4);
+        }
+        let plen = plen as usize;
+        if plen > self.max_payload() {
+            return Some(Err(format!(
+                "corrupt shared-memory ring from local rank {from}"
+            )));
+        }
+        let env_bytes = self.read_slice(off + ENV_AT, ENVELOPE_LEN);
+        let env = match Envelope::decode(env_bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                return Some(Err(format!(
+                    "corrupt shared-memory message from local rank {from}: {e}"
+                )))
+            }
+        };
+        let r = f(env, self.read_slice(off + PAYLOAD_AT, plen));
+        let need = (PAYLOAD_AT + plen).div_ceil(CELL) as u64;
+        self.zero_continuations(ring, head, need);
+        head += need;
+        self.rx[from] = head;
+        self.atomic_u64(ring).store(head, Ordering::Release);
+        Some(Ok(r))
+    }
+
+    fn zero_continuations(&self, ring: usize, head: u64, n: u64) {
+        for i in 1..n {
+            self.atomic_u32(self.cell_off(ring, head + i))
+                .store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn read_u32(&self, off: usize) -> u32 {
+        let b = self.read_slice(off, 4);
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    fn read_slice(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off + len <= self.seg.len());
+        // SAFETY: in bounds; the producer published these bytes before its
+        // release store of `seq`, which we acquired, and will not touch them
+        // again until we advance `tail`, which happens after this borrow ends
+        // (`poll` holds `&mut self`).
+        unsafe { std::slice::from_raw_parts(self.seg.base().add(off), len) }
+    }
+
+    pub fn local_size(&self) -> usize {
+        self.local_size
+    }
+
+    pub fn me(&self) -> usize {
+        self.me
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lanai_wire::envelope::Kind;
+
+    fn env(tag: i32, len: usize) -> Envelope {
+        Envelope {
+            kind: Kind::Eager,
+            flags: 0,
+            ctx: 0,
+            src: 0,
+            tag,
+            len: len as u64,
+            cookie: 7,
+        }
+    }
+
+    fn pair(ring_bytes: usize) -> (ShmNode, ShmNode, String) {
+        let name = format!("/lanai-test-{}-{}", std::process::id(), ring_bytes);
+        let len = segment_len(2, ring_bytes);
+        let a = Segment::create(&name, len).unwrap();
+        let b = Segment::open(&name, len).unwrap();
+        Segment::unlink(&name).unwrap();
+        let a = ShmNode::new(a, 2, 0, ring_bytes).unwrap();
+        a.init();
+        let b = ShmNode::new(b, 2, 1, ring_bytes).unwrap();
+        b.validate().unwrap();
+        (a, b, name)
+    }
+
+    #[test]
+    fn fifo_across_many_laps_with_varied_sizes() {
+        let (mut a, mut b, _) = pair(4096);
+        let mut sent = 0u32;
+        let mut got = 0u32;
+        // Payloads whose first bytes mimic future seq values, to prove stale
+        // continuation cells are never mistaken for new messages.
+        let mk = |i: u32| -> Vec<u8> {
+            let len = (i as usize * 37) % 1500;
+            (0..len)
+                .map(|k| ((i as usize + k) % 251) as u8)
+                .collect::<Vec<u8>>()
+        };
+        while got < 5000 {
+            while sent < 5000 && a.try_send(1, &env(sent as i32, 0), &mk(sent)) {
+                sent += 1;
+            }
+            while let Some(r) = b.poll(0, |e, p| (e.tag, p.to_vec())) {
+                let (tag, p) = r.unwrap();
+                assert_eq!(tag as u32, got);
+                assert_eq!(p, mk(got));
+                got += 1;
+            }
+        }
+        assert!(b.poll(0, |_, _| ()).is_none());
+    }
+
+    #[test]
+    fn full_ring_refuses_then_accepts() {
+        let (mut a, mut b, _) = pair(4096);
+        let big = vec![1u8; a.max_payload()];
+        assert!(a.try_send(1, &env(0, big.len()), &big));
+        let mut n = 1;
+        while a.try_send(1, &env(n, 100), &[2u8; 100]) {
+            n += 1;
+        }
+        assert!(b
+            .poll(0, |e, p| assert_eq!((e.tag, p.len()), (0, big.len())))
+            .is_some());
+        assert!(a.try_send(1, &env(n, 100), &[2u8; 100]));
+    }
+
+    #[test]
+    fn sleeping_flag_and_attach() {
+        let (a, b, _) = pair(4096);
+        assert!(!a.peer_sleeping(1));
+        b.set_sleeping(true);
+        assert!(a.peer_sleeping(1));
+        assert!(!a.attach());
+        assert!(b.attach());
+        a.set_pid(1234);
+        assert_eq!(b.peer_pid(0), 1234);
+    }
+}

@@ -1,0 +1,39 @@
+//! `lanairun`: starts the ranks of an MPI job on this machine, serves PMI-1
+//! to them, forwards their output, and ends the whole job when one fails.
+#![deny(unsafe_code)]
+
+mod cli;
+mod job;
+mod mapping;
+mod output;
+mod pmi_server;
+#[allow(unsafe_code)]
+mod spawn;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let code = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(cli::Command::Help) => {
+            println!("{}", cli::USAGE);
+            0
+        }
+        Ok(cli::Command::Version) => {
+            println!("lanairun (Lanai) {}", lanai_common::VERSION);
+            0
+        }
+        Err(e) => {
+            eprintln!("lanairun: {e}");
+            eprintln!("{}", cli::USAGE);
+            2
+        }
+        Ok(cli::Command::Run(opts)) => match job::run(&opts) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("lanairun: {e}");
+                e.exit_code()
+            }
+        },
+    };
+    ExitCode::from(code)
+}

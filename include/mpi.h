@@ -1473,11 +1473,11 @@ int MPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp);
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-    MPI_Status array_of_statuses[]);
+    MPI_Status *array_of_statuses);
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
     MPI_Status *status);
 int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
-    int array_of_indices[], MPI_Status array_of_statuses[]);
+    int array_of_indices[], MPI_Status *array_of_statuses);
 int MPI_Topo_test(MPI_Comm comm, int *status);
 MPI_Fint MPI_Type_c2f(MPI_Datatype type);
 int MPI_Type_commit(MPI_Datatype *datatype);
@@ -1582,10 +1582,10 @@ int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count ins
     MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype);
 int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name);
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses);
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status);
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
-    int array_of_indices[], MPI_Status array_of_statuses[]);
+    int array_of_indices[], MPI_Status *array_of_statuses);
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
     MPI_Win *win);
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
@@ -2543,11 +2543,11 @@ int PMPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp);
 int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
 int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-    MPI_Status array_of_statuses[]);
+    MPI_Status *array_of_statuses);
 int PMPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
     MPI_Status *status);
 int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
-    int array_of_indices[], MPI_Status array_of_statuses[]);
+    int array_of_indices[], MPI_Status *array_of_statuses);
 int PMPI_Topo_test(MPI_Comm comm, int *status);
 MPI_Fint PMPI_Type_c2f(MPI_Datatype type);
 int PMPI_Type_commit(MPI_Datatype *datatype);
@@ -2652,10 +2652,10 @@ int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count in
     MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype);
 int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name);
 int PMPI_Wait(MPI_Request *request, MPI_Status *status);
-int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses);
 int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status);
 int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
-    int array_of_indices[], MPI_Status array_of_statuses[]);
+    int array_of_indices[], MPI_Status *array_of_statuses);
 int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
     MPI_Win *win);
 int PMPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,

@@ -11,14 +11,6 @@
 //! are implemented these two need a handle table.
 
 use super::consts::*;
-use super::PanicValue;
-
-impl PanicValue for MPI_File {
-    fn on_panic() -> Self {
-        MPI_FILE_NULL
-    }
-}
-
 // ---- Integer handles: the Fortran handle is the C handle ----
 
 crate::mpi_fn! { MPI_Comm_c2f / PMPI_Comm_c2f (comm: MPI_Comm) -> MPI_Fint { comm } }

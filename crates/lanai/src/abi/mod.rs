@@ -11,6 +11,7 @@ use std::os::raw::c_int;
 pub mod consts;
 pub mod convert;
 pub mod errors;
+pub mod exported_data;
 pub mod state;
 pub mod types;
 pub mod userbuf;
@@ -134,31 +135,9 @@ pub fn empty_status() -> Status {
 
 include!(concat!(env!("OUT_DIR"), "/stubs.rs"));
 
-/// A value returned to C when an entry point panicked.
-pub trait PanicValue {
-    fn on_panic() -> Self;
-}
-
-impl PanicValue for c_int {
-    fn on_panic() -> Self {
-        consts::MPI_ERR_INTERN
-    }
-}
-
-impl PanicValue for f64 {
-    fn on_panic() -> Self {
-        0.0
-    }
-}
-
-impl PanicValue for isize {
-    fn on_panic() -> Self {
-        0
-    }
-}
-
-/// Runs an entry point's body; a panic becomes a one-line message and an error value.
-pub fn guard<T: PanicValue>(name: &str, body: impl FnOnce() -> T) -> T {
+/// Runs an entry point's body. A panic is a bug in Lanai: it never crosses
+/// into C; it is reported in one line and ends the job, like a fatal error.
+pub fn guard<T>(name: &str, body: impl FnOnce() -> T) -> T {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(v) => v,
         Err(e) => {
@@ -167,8 +146,7 @@ pub fn guard<T: PanicValue>(name: &str, body: impl FnOnce() -> T) -> T {
                 .map(|s| s.to_string())
                 .or_else(|| e.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            eprintln!("lanai: {name}: internal error: {msg}");
-            T::on_panic()
+            errors::fatal(&format!("{name}: internal error: {msg}"))
         }
     }
 }

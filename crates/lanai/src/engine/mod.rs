@@ -886,16 +886,33 @@ impl Engine {
     pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
         let mut did = false;
         self.tick = self.tick.wrapping_add(1);
-        if let Some(shm) = self.net.shm.as_mut() {
+        let Net {
+            shm,
+            partial,
+            local_world,
+            ..
+        } = &mut self.net;
+        if let Some(shm) = shm.as_mut() {
             let n = shm.local_size();
             let me = shm.me();
             for i in 0..n {
                 if i == me {
                     continue;
                 }
-                let from = self.net.local_world[i];
+                let from = local_world[i];
                 let st = &mut self.st;
-                while let Some(r) = shm.poll(i, |env, p| st.deliver(env, from, p)) {
+                let part = &mut partial[i];
+                while let Some(r) = shm.poll(i, |env, p| {
+                    if env.flags & net::FRAG_MORE != 0 {
+                        part.extend_from_slice(p);
+                    } else if !part.is_empty() {
+                        part.extend_from_slice(p);
+                        let whole = std::mem::take(part);
+                        st.deliver(env, from, &whole);
+                    } else {
+                        st.deliver(env, from, p);
+                    }
+                }) {
                     r.map_err(MpiError::internal)?;
                     did = true;
                 }

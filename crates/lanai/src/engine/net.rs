@@ -8,6 +8,9 @@ use lanai_tcp::TcpTransport;
 use lanai_wire::envelope::Envelope;
 use std::collections::VecDeque;
 
+/// Envelope flag: a shared-memory fragment; more of the message follows.
+pub const FRAG_MORE: u8 = 0x80;
+
 /// How to reach a world rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -37,6 +40,8 @@ pub struct Net {
     /// Messages waiting for ring space, per local index, in FIFO order.
     backlog: Vec<VecDeque<(Envelope, Vec<u8>)>>,
     backlog_len: usize,
+    /// Fragments of a message being reassembled, per local index.
+    pub partial: Vec<Vec<u8>>,
     pub tcp: Option<TcpTransport>,
     pub doorbell: Option<Doorbell>,
     pub counters: Counters,
@@ -51,6 +56,7 @@ impl Net {
             shm: None,
             backlog: (0..n).map(|_| VecDeque::new()).collect(),
             backlog_len: 0,
+            partial: vec![Vec::new(); n],
             tcp: None,
             doorbell: None,
             counters: Counters::default(),
@@ -62,21 +68,25 @@ impl Net {
     pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> MpiResult<()> {
         match self.routes[to as usize] {
             Route::Shm(local) => {
-                let shm = self
-                    .shm
-                    .as_mut()
-                    .ok_or_else(|| MpiError::internal("no shared-memory segment"))?;
+                let max = self.shm_max_payload();
+                if max == 0 {
+                    return Err(MpiError::internal("no shared-memory segment"));
+                }
                 self.counters.shm_msgs += 1;
                 self.counters.shm_bytes += payload.len() as u64;
-                if self.backlog[local].is_empty() && shm.try_send(local, env, payload) {
-                    if shm.peer_sleeping(local) {
-                        if let Some(d) = &self.doorbell {
-                            d.ring(to);
-                        }
-                    }
+                if payload.len() <= max {
+                    self.shm_push(local, to, env, payload);
                 } else {
-                    self.backlog[local].push_back((*env, payload.to_vec()));
-                    self.backlog_len += 1;
+                    // Larger than a ring can hold: fragments, reassembled by
+                    // the receiver (one sender's cells arrive in order).
+                    let n = payload.len().div_ceil(max);
+                    for (i, part) in payload.chunks(max).enumerate() {
+                        let mut e = *env;
+                        if i + 1 < n {
+                            e.flags |= FRAG_MORE;
+                        }
+                        self.shm_push(local, to, &e, part);
+                    }
                 }
                 Ok(())
             }
@@ -91,6 +101,20 @@ impl Net {
             Route::Loopback => Err(MpiError::internal(
                 "loopback message reached the network layer",
             )),
+        }
+    }
+
+    fn shm_push(&mut self, local: usize, to: u32, env: &Envelope, payload: &[u8]) {
+        let Some(shm) = self.shm.as_mut() else { return };
+        if self.backlog[local].is_empty() && shm.try_send(local, env, payload) {
+            if shm.peer_sleeping(local) {
+                if let Some(d) = &self.doorbell {
+                    d.ring(to);
+                }
+            }
+        } else {
+            self.backlog[local].push_back((*env, payload.to_vec()));
+            self.backlog_len += 1;
         }
     }
 

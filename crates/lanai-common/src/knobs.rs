@@ -31,9 +31,8 @@ knobs! {
     CONNECT = ("LANAI_CONNECT", "ondemand", "TCP connection setup: 'ondemand' (connect on first message) or 'static' (connect every pair at MPI_Init)");
     EAGER_LIMIT = ("LANAI_EAGER_LIMIT", "16384", "Largest shared-memory message sent eagerly through the ring; larger ones use rendezvous");
     SHM_RING_BYTES = ("LANAI_SHM_RING_BYTES", "65536", "Bytes in each per-pair shared-memory ring (a power of two, at least 4096)");
-    SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (process_vm_readv when the kernel allows it), 'cma', or 'off' (copy through the ring)");
+    SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (one copy with process_vm_readv when the kernel allows it, else through the ring) or 'off' (always through the ring)");
     TCP_ADDR = ("LANAI_TCP_ADDR", "auto", "Address the TCP listener binds to: 'auto' (loopback when the job is on one host, else the host's address) or an IP");
-    TCP_EAGER_LIMIT = ("LANAI_TCP_EAGER_LIMIT", "65536", "Largest TCP message sent without waiting for the receiver to post");
     SPIN = ("LANAI_SPIN", "auto", "Polls before a waiting rank blocks: 'auto' (fewer when ranks outnumber cores) or a count");
     STATS = ("LANAI_STATS", "0", "1: each rank prints connections, messages and bytes per transport at MPI_Finalize");
     DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
@@ -92,7 +91,7 @@ mod tests {
 
     #[test]
     fn numeric_defaults_parse() {
-        for k in [EAGER_LIMIT, SHM_RING_BYTES, TCP_EAGER_LIMIT] {
+        for k in [EAGER_LIMIT, SHM_RING_BYTES] {
             assert!(k.default.parse::<usize>().is_ok(), "{}", k.name);
         }
     }

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod knobs;
+pub mod log;
 pub mod shm_names;
 
 /// The Lanai version, as reported by `MPI_Get_library_version` and `lanai-info`.

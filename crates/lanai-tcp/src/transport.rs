@@ -405,7 +405,7 @@ impl TcpTransport {
 
     fn debug(&self, msg: std::fmt::Arguments<'_>) {
         if self.log {
-            eprintln!("lanai: rank {}: tcp: {msg}", self.me);
+            lanai_common::say!("lanai: rank {}: tcp: {msg}", self.me);
         }
     }
 
@@ -425,7 +425,7 @@ impl TcpTransport {
                 (true, Some(r)) => format!("to rank {r} at {}", c.addr),
                 _ => format!("from {}", c.addr),
             };
-            eprintln!(
+            lanai_common::say!(
                 "lanai: rank {}: rejected TCP connection {who}: {reason}",
                 self.me
             );
@@ -686,7 +686,7 @@ impl TcpTransport {
                 }
             };
             if self.handshaking >= MAX_HANDSHAKING {
-                eprintln!(
+                lanai_common::say!(
                     "lanai: rank {}: rejected TCP connection from {addr}: too many unauthenticated connections",
                     self.me
                 );
@@ -885,7 +885,7 @@ impl TcpTransport {
         if let Some(c) = self.conn_mut(id) {
             let (addr, rank) = (c.addr, c.rank);
             self.stats.rejected += 1;
-            eprintln!(
+            lanai_common::say!(
                 "lanai: rank {}: rejected TCP connection to rank {} at {addr}: {reason}",
                 self.me,
                 rank.map_or_else(|| "?".to_string(), |r| r.to_string())

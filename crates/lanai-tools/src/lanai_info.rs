@@ -4,6 +4,13 @@
 use lanai_common::knobs;
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--markdown") {
+        // The README's knob table, generated so docs and code cannot drift.
+        for k in knobs::ALL {
+            println!("| `{}` | `{}` | {} |", k.name, k.default, k.help);
+        }
+        return;
+    }
     let exe = std::env::current_exe().ok();
     let prefix = exe
         .as_ref()

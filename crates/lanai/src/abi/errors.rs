@@ -63,7 +63,7 @@ pub fn raise(func: &str, comm_idx: Option<usize>, err: MpiError) -> c_int {
 
 /// Prints `lanai: <msg>` and ends the job with exit code 1.
 pub fn fatal(msg: &str) -> ! {
-    eprintln!("lanai: {msg}");
+    lanai_common::say!("lanai: {msg}");
     let _ = state::with_engine(|e| -> Result<(), MpiError> { e.abort(1, msg) });
     std::process::exit(1)
 }

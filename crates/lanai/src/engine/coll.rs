@@ -75,15 +75,38 @@ fn coll_err(e: impl std::fmt::Display) -> MpiError {
     MpiError::new(crate::abi::consts::MPI_ERR_OTHER, e.to_string())
 }
 
-/// The algorithm a knob names; `auto` gives `None`.
-fn barrier_algo() -> MpiResult<Option<BarrierAlgo>> {
-    match knobs::get(&knobs::BARRIER).as_str() {
-        "auto" => Ok(None),
-        "pairwise" => Ok(Some(BarrierAlgo::PairwiseExchange)),
-        other => other
+/// Collective algorithms chosen by knobs, read once at `MPI_Init`.
+#[derive(Debug, Clone, Copy)]
+pub struct Algorithms {
+    /// `None`: choose per call (`auto`).
+    pub barrier: Option<BarrierAlgo>,
+    pub allreduce: AllreduceAlgo,
+}
+
+impl Algorithms {
+    pub fn from_knobs() -> MpiResult<Self> {
+        let barrier = match knobs::get(&knobs::BARRIER).as_str() {
+            "auto" => None,
+            "pairwise" => Some(BarrierAlgo::PairwiseExchange),
+            other => Some(
+                other
+                    .parse()
+                    .map_err(|e| MpiError::other(format!("LANAI_BARRIER: {e}")))?,
+            ),
+        };
+        let allreduce = knobs::get(&knobs::ALLREDUCE)
             .parse()
-            .map(Some)
-            .map_err(|e| MpiError::other(format!("LANAI_BARRIER: {e}"))),
+            .map_err(|e| MpiError::other(format!("LANAI_ALLREDUCE: {e}")))?;
+        for k in [&knobs::BCAST, &knobs::REDUCE] {
+            let v = knobs::get(k);
+            if v != "auto" && v != "binomial" {
+                return Err(MpiError::other(format!(
+                    "{}={v:?}: the choices are auto, binomial",
+                    k.name
+                )));
+            }
+        }
+        Ok(Self { barrier, allreduce })
     }
 }
 
@@ -179,7 +202,11 @@ impl Engine {
 
     pub fn barrier(&mut self, comm: usize) -> MpiResult<()> {
         let cm = self.comms.get(comm)?;
-        let algo = barrier_algo()?.unwrap_or(BarrierAlgo::Dissemination);
+        let algo = self
+            .settings
+            .algos
+            .barrier
+            .unwrap_or(BarrierAlgo::Dissemination);
         let m = lanai_coll::barrier(cm.rank, cm.size, algo).map_err(coll_err)?;
         self.run_coll(comm, m, None)
     }
@@ -218,9 +245,7 @@ impl Engine {
         op: Box<dyn Combine + Send>,
     ) -> MpiResult<()> {
         let cm = self.comms.get(comm)?;
-        let algo: AllreduceAlgo = knobs::get(&knobs::ALLREDUCE)
-            .parse()
-            .map_err(|e| MpiError::other(format!("LANAI_ALLREDUCE: {e}")))?;
+        let algo = self.settings.algos.allreduce;
         let algo = algo.resolve(cm.size, data.len());
         let m = lanai_coll::allreduce(cm.rank, cm.size, data, op, algo).map_err(coll_err)?;
         self.run_coll(comm, m, Some(out))

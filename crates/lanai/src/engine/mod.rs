@@ -199,6 +199,7 @@ pub struct Settings {
     pub stats: bool,
     pub debug: bool,
     pub static_connect: bool,
+    pub algos: coll::Algorithms,
 }
 
 /// Tag upper bound advertised through `MPI_TAG_UB`.
@@ -231,7 +232,7 @@ impl std::fmt::Debug for Engine {
 
 fn debug_log(on: bool, rank: u32, msg: impl FnOnce() -> String) {
     if on {
-        eprintln!("lanai: rank {rank}: {}", msg());
+        lanai_common::say!("lanai: rank {rank}: {}", msg());
     }
 }
 
@@ -256,14 +257,35 @@ impl Engine {
         let oversubscribed = local.len() > cores();
         let settings = Settings {
             eager_limit: knobs::get_usize(&knobs::EAGER_LIMIT).map_err(MpiError::other)?,
-            single_copy: knobs::get(&knobs::SINGLE_COPY) != "off",
-            spin: spin_knob
-                .parse()
-                .unwrap_or(if oversubscribed { 50 } else { 20_000 }),
+            single_copy: match knobs::get(&knobs::SINGLE_COPY).as_str() {
+                "auto" => true,
+                "off" => false,
+                other => {
+                    return Err(MpiError::other(format!(
+                        "LANAI_SINGLE_COPY={other:?}: the choices are auto, off"
+                    )))
+                }
+            },
+            spin: match spin_knob.as_str() {
+                "auto" if oversubscribed => 50,
+                "auto" => 20_000,
+                n => n.parse().map_err(|_| {
+                    MpiError::other(format!("LANAI_SPIN={n:?}: expected 'auto' or a count"))
+                })?,
+            },
             oversubscribed,
             stats: knobs::get_bool(&knobs::STATS),
             debug: knobs::get_bool(&knobs::DEBUG),
-            static_connect: knobs::get(&knobs::CONNECT) == "static",
+            static_connect: match knobs::get(&knobs::CONNECT).as_str() {
+                "static" => true,
+                "ondemand" => false,
+                other => {
+                    return Err(MpiError::other(format!(
+                        "LANAI_CONNECT={other:?}: the choices are ondemand, static"
+                    )))
+                }
+            },
+            algos: coll::Algorithms::from_knobs()?,
         };
         let routes = (0..job.size)
             .map(|r| {
@@ -1163,7 +1185,7 @@ impl Engine {
             (s.connections, s.messages_sent, s.bytes_sent)
         });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
-        eprintln!(
+        lanai_common::say!(
             "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}",
             self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes
         );

@@ -645,6 +645,9 @@ impl Job {
                     code,
                     message,
                 } => {
+                    // An abort is often an echo of another rank's death (a
+                    // lost connection): report the death first if it happened.
+                    self.reap();
                     if self.ending.is_none() {
                         let msg = message.map(|m| format!(": {m}")).unwrap_or_default();
                         eprintln!("lanairun: rank {rank} called MPI_Abort (exit code {code}){msg}");

@@ -4,6 +4,7 @@ use super::consts as c;
 use super::state;
 use crate::engine::comm;
 use crate::engine::error::MpiError;
+use lanai_common::say;
 use std::os::raw::c_int;
 
 /// The text for an error class.
@@ -57,6 +58,13 @@ pub fn raise(func: &str, comm_idx: Option<usize>, err: MpiError) -> c_int {
     .unwrap_or(c::MPI_ERRORS_ARE_FATAL);
     if errh == c::MPI_ERRORS_RETURN {
         return err.class;
+    }
+    if err.peer_failure {
+        // This is an echo of another rank's failure; the launcher is about to
+        // end the job and name that rank. A dying process can take a second
+        // or so to be reaped, so wait a little before aborting ourselves.
+        say!("lanai: {func}: {}", err.msg);
+        std::thread::sleep(std::time::Duration::from_secs(2));
     }
     fatal(&format!("{func}: {}", err.msg))
 }

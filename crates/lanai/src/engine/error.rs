@@ -8,6 +8,9 @@ use crate::abi::consts as c;
 pub struct MpiError {
     pub class: i32,
     pub msg: String,
+    /// Caused by another process failing (a lost connection, a dead peer):
+    /// the launcher is probably ending the job and naming the real culprit.
+    pub peer_failure: bool,
 }
 
 impl MpiError {
@@ -15,6 +18,13 @@ impl MpiError {
         Self {
             class,
             msg: msg.into(),
+            peer_failure: false,
+        }
+    }
+    pub fn peer_lost(msg: impl Into<String>) -> Self {
+        Self {
+            peer_failure: true,
+            ..Self::other(msg)
         }
     }
     pub fn rank(rank: i32, size: usize) -> Self {

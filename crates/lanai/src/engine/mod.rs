@@ -968,7 +968,7 @@ impl Engine {
     }
 
     fn lost_peer(&self, e: lanai_tcp::TcpError) -> MpiError {
-        MpiError::other(format!("rank {}: {e}", self.job.rank))
+        MpiError::peer_lost(format!("rank {}: {e}", self.job.rank))
     }
 
     /// Sleeps until a peer wakes us or `timeout` passes.
@@ -1020,10 +1020,11 @@ impl Engine {
             for i in 0..shm.local_size() {
                 let pid = shm.peer_pid(i);
                 if pid > 0
+                    && !shm.peer_finished(i)
                     && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
                         == Err(nix::Error::ESRCH)
                 {
-                    return Err(MpiError::other(format!(
+                    return Err(MpiError::peer_lost(format!(
                         "rank {} (pid {pid}) died",
                         self.net.local_world[i]
                     )));
@@ -1158,6 +1159,9 @@ impl Engine {
     /// flush TCP and say goodbye to PMI.
     pub fn finalize(&mut self) -> MpiResult<()> {
         self.barrier(comm::WORLD)?;
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.set_finished();
+        }
         while self.net.has_backlog() {
             self.progress(false)?;
         }

@@ -150,6 +150,19 @@ impl ShmNode {
             .load(Ordering::Acquire) as i32
     }
 
+    /// Marks this rank as finished with MPI, so its exit is not a failure.
+    pub fn set_finished(&self) {
+        self.atomic_u32(self.ctrl(self.me) + 68)
+            .store(1, Ordering::Release);
+    }
+
+    /// Whether `local` finished MPI (then its process may be gone).
+    pub fn peer_finished(&self, local: usize) -> bool {
+        self.atomic_u32(self.ctrl(local) + 68)
+            .load(Ordering::Acquire)
+            != 0
+    }
+
     /// Marks this rank as about to sleep (or awake). The fence pairs with the
     /// one in [`ShmNode::peer_sleeping`]: either the sleeper sees the new
     /// message on its last poll, or the sender sees the flag and wakes it.

@@ -1,0 +1,170 @@
+/* Error classes under MPI_ERRORS_RETURN, truncation semantics, and a
+ * working job afterwards. */
+#include "lt.h"
+#include <limits.h>
+
+static void expect_class(int rc, int want, const char *what)
+{
+    int cls = -1;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (rc == MPI_SUCCESS) {
+        CHECK(0, "%s: returned MPI_SUCCESS, want error class %d", what, want);
+        return;
+    }
+    MPI_Error_class(rc, &cls);
+    msg[0] = 0;
+    MPI_Error_string(rc, msg, &len);
+    CHECK(cls == want, "%s: error class %d (%s), want %d", what, cls, msg, want);
+    CHECK(len > 0 && len < MPI_MAX_ERROR_STRING && (int)strlen(msg) == len,
+          "%s: Error_string length %d", what, len);
+}
+
+static void argument_errors(void)
+{
+    int buf[4] = {0, 0, 0, 0}, *ub = NULL, flag = 0, rc, dummy = -1;
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Status st;
+
+    expect_class(MPI_Send(buf, 1, MPI_INT, lt_size, 0, MPI_COMM_WORLD), MPI_ERR_RANK,
+                 "Send to rank == size");
+    expect_class(MPI_Send(buf, 1, MPI_INT, -7, 0, MPI_COMM_WORLD), MPI_ERR_RANK,
+                 "Send to rank -7");
+    expect_class(MPI_Recv(buf, 1, MPI_INT, lt_size, 0, MPI_COMM_WORLD, &st), MPI_ERR_RANK,
+                 "Recv from rank == size");
+    expect_class(MPI_Isend(buf, 1, MPI_INT, lt_size + 3, 0, MPI_COMM_WORLD, &req), MPI_ERR_RANK,
+                 "Isend to rank size+3");
+    expect_class(MPI_Send(buf, 1, MPI_INT, 0, -5, MPI_COMM_WORLD), MPI_ERR_TAG,
+                 "Send with tag -5");
+    expect_class(MPI_Send(buf, 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD), MPI_ERR_TAG,
+                 "Send with MPI_ANY_TAG");
+    expect_class(MPI_Irecv(buf, 1, MPI_INT, 0, -5, MPI_COMM_WORLD, &req), MPI_ERR_TAG,
+                 "Irecv with tag -5");
+    MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
+    if (flag && ub && *ub < INT_MAX)
+        expect_class(MPI_Send(buf, 1, MPI_INT, 0, *ub + 1, MPI_COMM_WORLD), MPI_ERR_TAG,
+                     "Send with tag TAG_UB+1");
+    expect_class(MPI_Send(buf, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT,
+                 "Send with count -1");
+    expect_class(MPI_Recv(buf, -3, MPI_INT, 0, 0, MPI_COMM_WORLD, &st), MPI_ERR_COUNT,
+                 "Recv with count -3");
+    expect_class(MPI_Send(buf, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE,
+                 "Send with MPI_DATATYPE_NULL");
+    expect_class(MPI_Send(buf, 1, MPI_INT, 0, 0, MPI_COMM_NULL), MPI_ERR_COMM,
+                 "Send on MPI_COMM_NULL");
+    expect_class(MPI_Comm_rank(MPI_COMM_NULL, &dummy), MPI_ERR_COMM, "Comm_rank(COMM_NULL)");
+    expect_class(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                 "Send NULL buffer, count 4");
+    expect_class(MPI_Recv(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD, &st), MPI_ERR_BUFFER,
+                 "Recv NULL buffer, count 4");
+    rc = MPI_Bcast(buf, 1, MPI_INT, lt_size, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_ROOT, "Bcast with root == size");
+    expect_class(MPI_Allreduce(buf, buf + 2, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD),
+                 MPI_ERR_OP, "Allreduce with MPI_OP_NULL");
+}
+
+/* Truncation: the call returns MPI_ERR_TRUNCATE, the message is consumed,
+ * and multiple-completion calls report it per status. */
+static void truncation(void)
+{
+    int big[10], small[5], one = -1, i, rc, cls = -1;
+    int tail = 4242;
+    MPI_Request sreq[2], rreq[2];
+    MPI_Status st[2];
+
+    for (i = 0; i < 10; i++)
+        big[i] = 100 + i;
+    MPI_OK(MPI_Isend(big, 10, MPI_INT, lt_rank, 70, MPI_COMM_WORLD, &sreq[0]));
+    MPI_OK(MPI_Isend(&tail, 1, MPI_INT, lt_rank, 70, MPI_COMM_WORLD, &sreq[1]));
+    rc = MPI_Recv(small, 5, MPI_INT, lt_rank, 70, MPI_COMM_WORLD, &st[0]);
+    expect_class(rc, MPI_ERR_TRUNCATE, "Recv of 10 ints into 5");
+    CHECK(st[0].MPI_SOURCE == lt_rank && st[0].MPI_TAG == 70, "truncated status %d/%d",
+          st[0].MPI_SOURCE, st[0].MPI_TAG);
+    /* The truncated message is gone: the next receive gets the tail. */
+    MPI_OK(MPI_Recv(&one, 1, MPI_INT, lt_rank, 70, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(one == tail, "after truncation got %d, want %d", one, tail);
+    MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
+
+    /* Irecv + Wait reports truncation from Wait. */
+    MPI_OK(MPI_Isend(big, 10, MPI_INT, lt_rank, 71, MPI_COMM_WORLD, &sreq[0]));
+    MPI_OK(MPI_Irecv(small, 3, MPI_INT, lt_rank, 71, MPI_COMM_WORLD, &rreq[0]));
+    rc = MPI_Wait(&rreq[0], &st[0]);
+    expect_class(rc, MPI_ERR_TRUNCATE, "Wait on truncated Irecv");
+    MPI_Wait(&sreq[0], MPI_STATUS_IGNORE);
+
+    /* Waitall: MPI_ERR_IN_STATUS, per-request error fields. */
+    MPI_OK(MPI_Isend(big, 10, MPI_INT, lt_rank, 72, MPI_COMM_WORLD, &sreq[0]));
+    MPI_OK(MPI_Isend(&tail, 1, MPI_INT, lt_rank, 73, MPI_COMM_WORLD, &sreq[1]));
+    MPI_OK(MPI_Irecv(small, 2, MPI_INT, lt_rank, 72, MPI_COMM_WORLD, &rreq[0]));
+    MPI_OK(MPI_Irecv(&one, 1, MPI_INT, lt_rank, 73, MPI_COMM_WORLD, &rreq[1]));
+    st[0].MPI_ERROR = -1;
+    st[1].MPI_ERROR = -1;
+    rc = MPI_Waitall(2, rreq, st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_IN_STATUS, "Waitall with a truncation: class %d want ERR_IN_STATUS",
+          cls);
+    MPI_Error_class(st[0].MPI_ERROR, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "Waitall status[0].MPI_ERROR class %d want TRUNCATE", cls);
+    /* The good request either completed or is reported pending (then it
+     * is still active and must be waited on). */
+    CHECK(st[1].MPI_ERROR == MPI_SUCCESS || st[1].MPI_ERROR == MPI_ERR_PENDING,
+          "Waitall status[1].MPI_ERROR %d want SUCCESS or ERR_PENDING", st[1].MPI_ERROR);
+    if (st[1].MPI_ERROR == MPI_ERR_PENDING)
+        MPI_OK(MPI_Wait(&rreq[1], MPI_STATUS_IGNORE));
+    CHECK(rreq[1] == MPI_REQUEST_NULL, "good request still active after completion");
+    CHECK(one == tail, "Waitall good receive got %d", one);
+    MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
+}
+
+static void error_strings(void)
+{
+    static const int classes[] = {MPI_SUCCESS, MPI_ERR_RANK,     MPI_ERR_TAG,
+                                  MPI_ERR_COUNT, MPI_ERR_TYPE,   MPI_ERR_COMM,
+                                  MPI_ERR_BUFFER, MPI_ERR_TRUNCATE, MPI_ERR_OTHER,
+                                  MPI_ERR_IN_STATUS, MPI_ERR_UNKNOWN, MPI_ERR_INTERN};
+    int k;
+    for (k = 0; k < (int)(sizeof classes / sizeof classes[0]); k++) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = -1, cls = -1;
+        msg[0] = 0;
+        MPI_OK(MPI_Error_string(classes[k], msg, &len));
+        CHECK(len > 0 && (int)strlen(msg) == len, "Error_string(%d): len %d", classes[k], len);
+        MPI_OK(MPI_Error_class(classes[k], &cls));
+        CHECK(cls == classes[k], "Error_class(%d) = %d", classes[k], cls);
+    }
+}
+
+/* After all the errors, the job still works. */
+static void real_exchange(void)
+{
+    int out[256], in[256], i, sum = 0, want = 0;
+    MPI_Status st;
+    for (i = 0; i < 256; i++)
+        out[i] = lt_rank * 256 + i;
+    MPI_OK(MPI_Sendrecv(out, 256, MPI_INT, lt_next(), 80, in, 256, MPI_INT, lt_prev(), 80,
+                        MPI_COMM_WORLD, &st));
+    for (i = 0; i < 256; i++)
+        CHECK(in[i] == lt_prev() * 256 + i, "post-error exchange data[%d]=%d", i, in[i]);
+    MPI_OK(MPI_Allreduce(&lt_rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    for (i = 0; i < lt_size; i++)
+        want += i;
+    CHECK(sum == want, "post-error allreduce %d want %d", sum, want);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Errhandler eh;
+    lt_init("errors", &argc, &argv);
+    /* Errors without a usable communicator go to COMM_SELF (MPI-4) or
+     * COMM_WORLD (MPI-3): make both return. */
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    CHECK(eh == MPI_ERRORS_RETURN, "errhandler not ERRORS_RETURN after set");
+    argument_errors();
+    truncation();
+    error_strings();
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    real_exchange();
+    return lt_finish();
+}

@@ -404,7 +404,7 @@ mpi_fn! { MPI_Buffer_detach / PMPI_Buffer_detach (buffer_addr: *mut c_void, size
             return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
         }
         // Detaching waits until every buffered send has left the buffer.
-        e.wait_until(|e| e.bsend_used == 0)?;
+        e.wait_until(|e| e.st.bsend_used == 0)?;
         let (addr, len) = e.bsend_buffer.take().unwrap_or((0, 0));
         // SAFETY: both checked non-null; `buffer_addr` is a `void **` in C.
         unsafe {

@@ -60,33 +60,31 @@ pub struct State {
     pub colls: coll::Colls,
     /// Persistent requests and the child operation running each start.
     pub persistent_children: Vec<(usize, usize)>,
+    /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.
+    pub bsend_used: usize,
 }
 
 impl State {
     /// Handles one arriving message. `payload` may borrow transport memory.
     fn deliver(&mut self, env: Envelope, from: u32, payload: &[u8]) {
         match env.kind {
-            Kind::Eager | Kind::EagerSync => {
-                if env.kind == Kind::EagerSync {
-                    // Acknowledged at match time; queued now if it matches now.
-                }
-                match self.matcher.take_posted(&env) {
-                    Some(p) => {
-                        self.fill_eager(p.req, &env, payload);
-                        if env.kind == Kind::EagerSync {
-                            self.followups.push(Followup::SyncAck {
-                                to: from,
-                                cookie: env.cookie,
-                            });
-                        }
+            // A synchronous send is acknowledged when it matches, now or later.
+            Kind::Eager | Kind::EagerSync => match self.matcher.take_posted(&env) {
+                Some(p) => {
+                    self.fill_eager(p.req, &env, payload);
+                    if env.kind == Kind::EagerSync {
+                        self.followups.push(Followup::SyncAck {
+                            to: from,
+                            cookie: env.cookie,
+                        });
                     }
-                    None => self.matcher.push_unexpected(Unexpected {
-                        env,
-                        from_world: from,
-                        held: Held::Data(payload.to_vec()),
-                    }),
                 }
-            }
+                None => self.matcher.push_unexpected(Unexpected {
+                    env,
+                    from_world: from,
+                    held: Held::Data(payload.to_vec()),
+                }),
+            },
             Kind::RndvRts => {
                 let addr = payload
                     .get(..8)
@@ -127,9 +125,17 @@ impl State {
 
     fn complete_send(&mut self, cookie: u64) {
         if let Some(idx) = self.reqs.by_cookie(cookie) {
-            let st = self.reqs.get(idx).map(|r| r.status).unwrap_or_default();
-            self.reqs.complete(idx, st);
+            self.finish_send(idx);
         }
+    }
+
+    /// Completes a send request, returning its share of the bsend buffer.
+    fn finish_send(&mut self, idx: usize) {
+        if let Some(Op::Send { bsend_bytes, .. }) = self.reqs.get(idx).map(|r| &r.op) {
+            self.bsend_used = self.bsend_used.saturating_sub(*bsend_bytes);
+        }
+        let st = self.reqs.get(idx).map(|r| r.status).unwrap_or_default();
+        self.reqs.complete(idx, st);
     }
 
     /// Copies an eager payload into a matched receive and completes it.
@@ -212,9 +218,8 @@ pub struct Engine {
     pub st: State,
     pub comms: Comms,
     pub settings: Settings,
-    /// `MPI_Buffer_attach`: (address, size) and bytes in use by pending bsends.
+    /// `MPI_Buffer_attach`: (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
-    pub bsend_used: usize,
     /// Messages taken by `MPI_Mprobe`/`MPI_Improbe`, by message handle slot.
     pub probed: Vec<Option<Unexpected>>,
     tick: u32,
@@ -374,7 +379,6 @@ impl Engine {
             st: State::default(),
             settings,
             bsend_buffer: None,
-            bsend_used: 0,
             probed: Vec::new(),
             tick: 0,
             last_liveness: Instant::now(),
@@ -535,7 +539,7 @@ impl Engine {
             self.net_send(to, &env, &addr.to_le_bytes())?;
             // A buffered send is complete for the user once its data is copied.
             return Ok(if mode == SendMode::Buffered {
-                self.detach_bsend(req)
+                self.complete_bsend_early(req)
             } else {
                 Some(req)
             });
@@ -563,7 +567,7 @@ impl Engine {
         if mode == SendMode::Buffered {
             // Eager sends copy at once, so the attached buffer is only accounted.
             self.reserve_bsend(len)?;
-            self.bsend_used -= len + c::MPI_BSEND_OVERHEAD as usize;
+            self.st.bsend_used -= len + c::MPI_BSEND_OVERHEAD as usize;
         }
         let env = Envelope {
             kind: Kind::Eager,
@@ -586,21 +590,22 @@ impl Engine {
                 "no buffer attached with MPI_Buffer_attach",
             ));
         };
-        if self.bsend_used + need > size {
+        if self.st.bsend_used + need > size {
             return Err(MpiError::new(
                 c::MPI_ERR_BUFFER,
                 format!(
                     "attached buffer too small: {need} bytes needed, {} of {size} free",
-                    size - self.bsend_used
+                    size - self.st.bsend_used
                 ),
             ));
         }
-        self.bsend_used += need;
+        self.st.bsend_used += need;
         Ok(need)
     }
 
-    /// A buffered rendezvous send continues in the background, freed on completion.
-    fn detach_bsend(&mut self, req: usize) -> Option<usize> {
+    /// A buffered rendezvous send is complete for the user (its data is
+    /// copied); the transfer continues in the background, freed when done.
+    fn complete_bsend_early(&mut self, req: usize) -> Option<usize> {
         if let Some(r) = self.st.reqs.get_mut(req) {
             r.freed = true;
         }
@@ -808,16 +813,8 @@ impl Engine {
             };
             self.net_send(to, &env, part)?;
         }
-        self.finish_send(idx);
+        self.st.finish_send(idx);
         Ok(())
-    }
-
-    fn finish_send(&mut self, idx: usize) {
-        if let Some(Op::Send { bsend_bytes, .. }) = self.st.reqs.get(idx).map(|r| &r.op) {
-            self.bsend_used = self.bsend_used.saturating_sub(*bsend_bytes);
-        }
-        let st = self.st.reqs.get(idx).map(|r| r.status).unwrap_or_default();
-        self.st.reqs.complete(idx, st);
     }
 
     /// Probe: the envelope of the first matching unexpected message.

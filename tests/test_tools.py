@@ -1,0 +1,159 @@
+"""The user-facing tools and knobs: lanaicc, lanai-info, LANAI_* settings,
+statistics, static connections, segment sweeping, error lines, symbols."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import harness
+
+BIN = os.path.join(harness.BUILD_DIR, "bin")
+README = os.path.join(harness.REPO_ROOT, "README.md")
+
+
+def run(argv, env=None, timeout=60):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def test_lanaicc_show_and_info():
+    show = run([os.path.join(BIN, "lanaicc"), "-show", "-O2", "x.c"]).stdout
+    inc = os.path.join(harness.BUILD_DIR, "include")
+    lib = os.path.join(harness.BUILD_DIR, "lib")
+    assert f"-I{os.path.realpath(inc)}" in show
+    assert f"-Wl,-rpath,{os.path.realpath(lib)}" in show and show.rstrip().endswith("-lmpi")
+    assert "-O2 x.c" in show
+    assert "-lmpi" not in run([os.path.join(BIN, "lanaicc"), "-compile_info"]).stdout
+    assert "-lmpi" in run([os.path.join(BIN, "lanaicc"), "-link_info"]).stdout
+    # -c compiles only: no linker flags.
+    assert "-lmpi" not in run([os.path.join(BIN, "lanaicc"), "-show", "-c", "x.c"]).stdout
+    # The familiar names point at the same tools.
+    assert run([os.path.join(BIN, "mpicc"), "-show"]).stdout.split()[1:2] == show.split()[1:2]
+    assert os.path.realpath(os.path.join(BIN, "mpiexec")) == os.path.realpath(harness.LANAIRUN)
+    assert os.path.realpath(os.path.join(BIN, "mpirun")) == os.path.realpath(harness.LANAIRUN)
+
+
+def test_lanai_info_lists_every_knob_with_its_value():
+    out = run([os.path.join(BIN, "lanai-info")], env={"LANAI_EAGER_LIMIT": "4096"}).stdout
+    assert re.search(r"^Lanai \d+\.\d+\.\d+", out, re.M)
+    table = run([os.path.join(BIN, "lanai-info"), "--markdown"]).stdout.strip().splitlines()
+    names = [re.match(r"\| `(LANAI_\w+)`", row).group(1) for row in table]
+    assert len(names) >= 10
+    for n in names:
+        assert n in out
+    assert re.search(r"LANAI_EAGER_LIMIT\s+\*4096", out), "a set knob shows its value, marked"
+
+
+def test_readme_knob_table_matches_the_registry():
+    table = run([os.path.join(BIN, "lanai-info"), "--markdown"]).stdout.strip()
+    with open(README) as f:
+        readme = f.read()
+    assert table in readme, "README's knob table is stale: paste `lanai-info --markdown`"
+
+
+@pytest.fixture(scope="module")
+def ring():
+    exe = os.path.join(harness.OUT_DIR, "tools", "ring")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    src = os.path.join(harness.REPO_ROOT, "examples", "ring.c")
+    r = run([harness.LANAICC, "-O1", "-o", exe, src])
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def test_stats_report_transports(ring):
+    res = harness.run_job(harness.lanairun_argv(ring, 4, 2), ring, {"LANAI_STATS": "1"})
+    harness.assert_clean(res)
+    assert res.returncode == 0, res.tail()
+    lines = re.findall(r"^lanai: stats rank (\d+): tcp connections (\d+) .*shm peers (\d+) msgs (\d+)", res.output, re.M)
+    assert sorted(int(r) for r, *_ in lines) == [0, 1, 2, 3], res.tail()
+    for _, conns, peers, msgs in lines:
+        assert int(conns) >= 1 and int(peers) == 1 and int(msgs) >= 1
+
+
+def test_static_connect_and_ondemand(ring):
+    for mode in ["static", "ondemand"]:
+        res = harness.run_job(harness.lanairun_argv(ring, 6, 3), ring, {"LANAI_CONNECT": mode, "LANAI_STATS": "1"})
+        harness.assert_clean(res)
+        assert res.returncode == 0 and "ring+allreduce: OK" in res.output, res.tail()
+        conns = [int(c) for c in re.findall(r"tcp connections (\d+)", res.output)]
+        if mode == "static":
+            # Every rank is connected to all 4 ranks on the other two nodes.
+            assert conns == [4] * 6, res.tail()
+
+
+def test_bad_knob_values_are_named(ring):
+    for knob, value in [("LANAI_SPIN", "fast"), ("LANAI_CONNECT", "sometimes"), ("LANAI_BARRIER", "magic"), ("LANAI_EAGER_LIMIT", "-1")]:
+        res = harness.run_job(harness.lanairun_argv(ring, 2, 1), ring, {knob: value})
+        harness.assert_clean(res)
+        assert res.returncode != 0
+        assert f"lanai: MPI_Init: {knob}" in res.output, res.tail()
+
+
+def test_stale_segments_are_swept(ring):
+    uid = os.getuid()
+    # A segment whose owning launcher (a pid that cannot exist) is gone.
+    stale = f"/dev/shm/lanai-{uid}-4194999-deadbeef-n0"
+    with open(stale, "wb") as f:
+        f.write(b"x" * 4096)
+    res = harness.run_job(harness.lanairun_argv(ring, 2, 1), ring)
+    assert res.returncode == 0, res.tail()
+    assert not os.path.exists(stale), "a dead job's segment survived the next job"
+
+
+def test_invalid_rank_is_one_clear_line(tmp_path):
+    src = tmp_path / "badrank.c"
+    src.write_text(
+        "#include <mpi.h>\n"
+        "int main(int c, char **v) { int x = 0, r; MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r);\n"
+        "  if (r == 0) MPI_Send(&x, 1, MPI_INT, 7, 0, MPI_COMM_WORLD);\n"
+        "  MPI_Barrier(MPI_COMM_WORLD); MPI_Finalize(); return 0; }\n"
+    )
+    exe = str(tmp_path / "badrank")
+    assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
+    res = harness.run_job(harness.lanairun_argv(exe, 4, 1), exe)
+    harness.assert_clean(res)
+    assert res.returncode == 1
+    assert "lanai: MPI_Send: invalid rank 7 (communicator size 4)" in res.output, res.tail()
+
+
+def test_unsupported_function_names_itself(tmp_path):
+    src = tmp_path / "unsup.c"
+    src.write_text(
+        "#include <mpi.h>\n#include <stdio.h>\n"
+        "int main(int c, char **v) { MPI_Comm d; MPI_Init(&c, &v);\n"
+        "  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);\n"
+        "  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &d), cls; MPI_Error_class(rc, &cls);\n"
+        "  printf(\"class=%d\\n\", cls); MPI_Finalize(); return 0; }\n"
+    )
+    exe = str(tmp_path / "unsup")
+    assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
+    res = harness.run_job(harness.lanairun_argv(exe, 1, 1), exe)
+    assert res.returncode == 0, res.tail()
+    assert "class=44" in res.output  # MPI_ERR_UNSUPPORTED_OPERATION under ERRORS_RETURN
+    # Under the default handler it ends the job, naming the function.
+    src.write_text(src.read_text().replace("  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);\n", ""))
+    assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
+    res = harness.run_job(harness.lanairun_argv(exe, 2, 1), exe)
+    harness.assert_clean(res)
+    assert res.returncode != 0
+    assert "lanai: MPI_Comm_dup: not supported by Lanai yet" in res.output, res.tail()
+
+
+@pytest.mark.skipif(not harness.have(harness.MPICH_CC), reason="mpicc.mpich is not installed")
+def test_mpich_binaries_find_every_symbol(ring, tmp_path):
+    exe = str(tmp_path / "ring_mpich")
+    src = os.path.join(harness.REPO_ROOT, "examples", "ring.c")
+    assert run([harness.MPICH_CC, "-o", exe, src]).returncode == 0
+    tool = os.path.join(harness.REPO_ROOT, "tools", "check_symbols.sh")
+    r = run(["bash", tool, exe], env={"LANAI_LIB": os.path.join(harness.LANAI_LIB, "libmpi.so.12")})
+    assert r.returncode == 0 and "present" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not harness.have(harness.MPICH_CC), reason="mpicc.mpich is not installed")
+def test_header_values_match_mpich():
+    r = run(["bash", os.path.join(harness.REPO_ROOT, "tools", "check_header.sh")], timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

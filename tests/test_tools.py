@@ -157,3 +157,31 @@ def test_mpich_binaries_find_every_symbol(ring, tmp_path):
 def test_header_values_match_mpich():
     r = run(["bash", os.path.join(harness.REPO_ROOT, "tools", "check_header.sh")], timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def _connections_of_rank0(tmp_path, source_expr):
+    """Rank 0 receives one message from rank 1, posting the receive with
+    `source_expr`; returns rank 0's TCP connection count (8 ranks, 8 nodes)."""
+    src = tmp_path / "anysrc.c"
+    src.write_text(
+        "#include <mpi.h>\n"
+        "int main(int c, char **v) { int x = 5, r; MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r);\n"
+        f"  if (r == 0) MPI_Recv(&x, 1, MPI_INT, {source_expr}, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
+        "  if (r == 1) MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);\n"
+        "  MPI_Finalize(); return x == 5 ? 0 : 1; }\n"
+    )
+    exe = str(tmp_path / "anysrc")
+    assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
+    res = harness.run_job(harness.lanairun_argv(exe, 8, 8), exe, {"LANAI_STATS": "1"})
+    harness.assert_clean(res)
+    assert res.returncode == 0, res.tail()
+    m = re.search(r"^lanai: stats rank 0: tcp connections (\d+)", res.output, re.M)
+    return int(m.group(1))
+
+
+def test_any_source_connects_to_everyone_first(tmp_path):
+    # Seed 004: a wildcard receive may match anyone, so rank 0 connects to
+    # all seven peers before it can match; a named source needs only rank 1
+    # plus the peers of MPI_Finalize's dissemination barrier (1, 2, 4, 6, 7).
+    assert _connections_of_rank0(tmp_path, "MPI_ANY_SOURCE") == 7
+    assert _connections_of_rank0(tmp_path, "1") == 5

@@ -1,0 +1,178 @@
+//! What arriving messages do: matching them against posted receives,
+//! completing sends on acknowledgement, and queuing the follow-up work
+//! (acknowledgements, rendezvous reads) that needs a transport.
+
+use super::matching::{Held, Matcher, Unexpected};
+use super::request::{Op, Requests, Status};
+use crate::abi::consts as c;
+use lanai_wire::envelope::{Envelope, Kind};
+
+/// Envelope flag on `RndvData`: the transfer is complete (single copy done).
+pub const FIN: u8 = 1;
+
+/// Work that delivery found but could not do while a transport was borrowed.
+#[derive(Debug)]
+pub enum Followup {
+    SyncAck {
+        to: u32,
+        cookie: u64,
+    },
+    /// Pull a matched rendezvous message into receive request `req`.
+    Fetch {
+        req: usize,
+        from: u32,
+        addr: u64,
+        len: u64,
+        cookie: u64,
+    },
+    /// The receiver asked us (no single copy) to stream send request `cookie`'s data.
+    Stream {
+        cookie: u64,
+        to: u32,
+        recv_cookie: u64,
+    },
+}
+
+/// Receive-side state that transports deliver into.
+#[derive(Debug, Default)]
+pub struct State {
+    pub reqs: Requests,
+    pub matcher: Matcher,
+    pub followups: Vec<Followup>,
+    pub colls: super::coll::Colls,
+    /// Persistent requests and the child operation running each start.
+    pub persistent_children: Vec<(usize, usize)>,
+    /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.
+    pub bsend_used: usize,
+}
+
+impl State {
+    /// Handles one arriving message. `payload` may borrow transport memory.
+    pub fn deliver(&mut self, env: Envelope, from: u32, payload: &[u8]) {
+        match env.kind {
+            // A synchronous send is acknowledged when it matches, now or later.
+            Kind::Eager | Kind::EagerSync => match self.matcher.take_posted(&env) {
+                Some(p) => {
+                    self.fill_eager(p.req, &env, payload);
+                    if env.kind == Kind::EagerSync {
+                        self.followups.push(Followup::SyncAck {
+                            to: from,
+                            cookie: env.cookie,
+                        });
+                    }
+                }
+                None => self.matcher.push_unexpected(Unexpected {
+                    env,
+                    from_world: from,
+                    held: Held::Data(payload.to_vec()),
+                }),
+            },
+            Kind::RndvRts => {
+                let addr = payload
+                    .get(..8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                match self.matcher.take_posted(&env) {
+                    Some(p) => self.followups.push(Followup::Fetch {
+                        req: p.req,
+                        from,
+                        addr,
+                        len: env.len,
+                        cookie: env.cookie,
+                    }),
+                    None => self.matcher.push_unexpected(Unexpected {
+                        env,
+                        from_world: from,
+                        held: Held::Rndv { addr },
+                    }),
+                }
+            }
+            Kind::SyncAck => self.complete_send(env.cookie),
+            Kind::RndvCts => {
+                let recv_cookie = payload
+                    .get(..8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                self.followups.push(Followup::Stream {
+                    cookie: env.cookie,
+                    to: from,
+                    recv_cookie,
+                });
+            }
+            Kind::RndvData if env.flags & FIN != 0 => self.complete_send(env.cookie),
+            Kind::RndvData => self.stream_chunk(&env, payload),
+            Kind::Coll => self
+                .colls
+                .deliver(env.ctx, env.tag as u32, env.src, payload),
+        }
+    }
+
+    fn complete_send(&mut self, cookie: u64) {
+        if let Some(idx) = self.reqs.by_cookie(cookie) {
+            self.finish_send(idx);
+        }
+    }
+
+    /// Completes a send request, returning its share of the bsend buffer.
+    pub fn finish_send(&mut self, idx: usize) {
+        if let Some(Op::Send { bsend_bytes, .. }) = self.reqs.get(idx).map(|r| &r.op) {
+            self.bsend_used = self.bsend_used.saturating_sub(*bsend_bytes);
+        }
+        let st = self.reqs.get(idx).map(|r| r.status).unwrap_or_default();
+        self.reqs.complete(idx, st);
+    }
+
+    /// Copies an eager payload into a matched receive and completes it.
+    pub fn fill_eager(&mut self, req: usize, env: &Envelope, payload: &[u8]) {
+        let Some(r) = self.reqs.get(req) else { return };
+        let Op::Recv { buf, .. } = r.op else { return };
+        let n = buf.write(payload);
+        let error = if env.len as usize > buf.len() {
+            c::MPI_ERR_TRUNCATE
+        } else {
+            c::MPI_SUCCESS
+        };
+        self.reqs.complete(
+            req,
+            Status {
+                source: env.src as i32,
+                tag: env.tag,
+                error,
+                count: n as u64,
+                cancelled: false,
+            },
+        );
+    }
+
+    /// One chunk of a streamed rendezvous message (no single copy).
+    fn stream_chunk(&mut self, env: &Envelope, payload: &[u8]) {
+        let Some(idx) = self.reqs.by_cookie(env.cookie) else {
+            return;
+        };
+        let Some(r) = self.reqs.get_mut(idx) else {
+            return;
+        };
+        let Op::Recv { buf, filled, .. } = &mut r.op else {
+            return;
+        };
+        let off = *filled as usize;
+        if off < buf.len() {
+            let n = payload.len().min(buf.len() - off);
+            buf.as_mut_slice()[off..off + n].copy_from_slice(&payload[..n]);
+        }
+        *filled += payload.len() as u64;
+        if *filled >= r.status.count {
+            let total = r.status.count;
+            let got = total.min(buf.len() as u64);
+            let error = if total > buf.len() as u64 {
+                c::MPI_ERR_TRUNCATE
+            } else {
+                c::MPI_SUCCESS
+            };
+            let st = Status {
+                count: got,
+                error,
+                ..r.status
+            };
+            self.reqs.complete(idx, st);
+        }
+    }
+}

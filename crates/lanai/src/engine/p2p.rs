@@ -1,0 +1,426 @@
+//! Point-to-point protocols: eager, synchronous and rendezvous sends,
+//! receives, probes and cancellation.
+
+use super::delivery::{Followup, FIN};
+use super::error::{MpiError, MpiResult};
+use super::matching::{Held, Posted, Unexpected, ANY_SOURCE};
+use super::net::Route;
+use super::request::{Op, SendMode, Status};
+use super::Engine;
+use super::{debug_log, proc_null_status};
+use crate::abi::consts as c;
+use crate::abi::userbuf::UserBuf;
+use crate::shm::cma;
+use lanai_wire::envelope::{Envelope, Kind};
+
+impl Engine {
+    /// Starts a send. Returns the request, or None when it already completed
+    /// (the caller allocates a completed request if it needs a handle).
+    pub fn start_send(
+        &mut self,
+        comm: usize,
+        dest: i32,
+        tag: i32,
+        buf: UserBuf,
+        mode: SendMode,
+    ) -> MpiResult<Option<usize>> {
+        let cm = self.comms.get(comm)?;
+        if dest == c::MPI_PROC_NULL {
+            return Ok(None);
+        }
+        let dest = cm.check_rank(dest)?;
+        let to = cm.world_rank(dest);
+        let (ctx, src) = (cm.ctx, cm.rank);
+        let len = buf.len();
+        let route = self.net.routes[to as usize];
+        let sync = mode == SendMode::Sync;
+        let rndv = matches!(route, Route::Shm(_))
+            && len > self.settings.eager_limit.min(self.net.shm_max_payload());
+        if rndv {
+            let (owned, bsend_bytes) = if mode == SendMode::Buffered {
+                (Some(buf.as_slice().to_vec()), self.reserve_bsend(len)?)
+            } else {
+                (None, 0)
+            };
+            let req = self.st.reqs.insert(Op::Send {
+                buf,
+                to_world: to,
+                bsend_bytes,
+                owned,
+            });
+            let addr = match &self.st.reqs.get(req).map(|r| &r.op) {
+                Some(Op::Send { owned: Some(v), .. }) => v.as_ptr() as u64,
+                _ => buf.addr() as u64,
+            };
+            let env = Envelope {
+                kind: Kind::RndvRts,
+                flags: 0,
+                ctx,
+                src,
+                tag,
+                len: len as u64,
+                cookie: self.st.reqs.cookie(req),
+            };
+            self.net_send(to, &env, &addr.to_le_bytes())?;
+            // A buffered send is complete for the user once its data is copied.
+            return Ok(if mode == SendMode::Buffered {
+                self.complete_bsend_early(req)
+            } else {
+                Some(req)
+            });
+        }
+        if sync {
+            let req = self.st.reqs.insert(Op::Send {
+                buf,
+                to_world: to,
+                bsend_bytes: 0,
+                owned: None,
+            });
+            let env = Envelope {
+                kind: Kind::EagerSync,
+                flags: 0,
+                ctx,
+                src,
+                tag,
+                len: len as u64,
+                cookie: self.st.reqs.cookie(req),
+            };
+            self.net_send(to, &env, buf.as_slice())?;
+            self.run_followups()?;
+            return Ok(Some(req));
+        }
+        if mode == SendMode::Buffered {
+            // Eager sends copy at once, so the attached buffer is only accounted.
+            self.reserve_bsend(len)?;
+            self.st.bsend_used -= len + c::MPI_BSEND_OVERHEAD as usize;
+        }
+        let env = Envelope {
+            kind: Kind::Eager,
+            flags: 0,
+            ctx,
+            src,
+            tag,
+            len: len as u64,
+            cookie: 0,
+        };
+        self.net_send(to, &env, buf.as_slice())?;
+        Ok(None)
+    }
+
+    fn reserve_bsend(&mut self, len: usize) -> MpiResult<usize> {
+        let need = len + c::MPI_BSEND_OVERHEAD as usize;
+        let Some((_, size)) = self.bsend_buffer else {
+            return Err(MpiError::new(
+                c::MPI_ERR_BUFFER,
+                "no buffer attached with MPI_Buffer_attach",
+            ));
+        };
+        if self.st.bsend_used + need > size {
+            return Err(MpiError::new(
+                c::MPI_ERR_BUFFER,
+                format!(
+                    "attached buffer too small: {need} bytes needed, {} of {size} free",
+                    size - self.st.bsend_used
+                ),
+            ));
+        }
+        self.st.bsend_used += need;
+        Ok(need)
+    }
+
+    /// A buffered rendezvous send is complete for the user (its data is
+    /// copied); the transfer continues in the background, freed when done.
+    fn complete_bsend_early(&mut self, req: usize) -> Option<usize> {
+        if let Some(r) = self.st.reqs.get_mut(req) {
+            r.freed = true;
+        }
+        None
+    }
+
+    /// Posts a receive; it may complete at once from the unexpected queue.
+    pub fn start_recv(
+        &mut self,
+        comm: usize,
+        src: i32,
+        tag: i32,
+        buf: UserBuf,
+    ) -> MpiResult<usize> {
+        let cm = self.comms.get(comm)?;
+        let ctx = cm.ctx;
+        if src != ANY_SOURCE && src != c::MPI_PROC_NULL {
+            cm.check_rank(src)?;
+        }
+        let req = self.st.reqs.insert(Op::Recv {
+            buf,
+            ctx,
+            src,
+            tag,
+            filled: 0,
+        });
+        if src == c::MPI_PROC_NULL {
+            self.st.reqs.complete(req, proc_null_status());
+            return Ok(req);
+        }
+        if src == ANY_SOURCE && !cm.all_connected && self.net.tcp.is_some() && cm.size > 1 {
+            // Seed 004: a wildcard receive may match anyone, so connect to everyone.
+            self.connect_all_remote(comm)?;
+        }
+        match self.st.matcher.take_unexpected(ctx, src, tag) {
+            Some(u) => self.match_unexpected(req, u)?,
+            None => self.st.matcher.post(Posted { req, ctx, src, tag }),
+        }
+        Ok(req)
+    }
+
+    /// Completes receive `req` from an unexpected message.
+    fn match_unexpected(&mut self, req: usize, u: Unexpected) -> MpiResult<()> {
+        match u.held {
+            Held::Data(d) => {
+                self.st.fill_eager(req, &u.env, &d);
+                if u.env.kind == Kind::EagerSync {
+                    self.st.followups.push(Followup::SyncAck {
+                        to: u.from_world,
+                        cookie: u.env.cookie,
+                    });
+                }
+            }
+            Held::Rndv { addr } => {
+                self.st.followups.push(Followup::Fetch {
+                    req,
+                    from: u.from_world,
+                    addr,
+                    len: u.env.len,
+                    cookie: u.env.cookie,
+                });
+                // Record the envelope so the status is right however the fetch goes.
+                if let Some(r) = self.st.reqs.get_mut(req) {
+                    r.status = Status {
+                        source: u.env.src as i32,
+                        tag: u.env.tag,
+                        error: 0,
+                        count: u.env.len,
+                        cancelled: false,
+                    };
+                }
+            }
+        }
+        self.run_followups()
+    }
+
+    pub(super) fn run_followups(&mut self) -> MpiResult<()> {
+        while let Some(f) = self.st.followups.pop() {
+            match f {
+                Followup::SyncAck { to, cookie } => {
+                    let env = Envelope {
+                        kind: Kind::SyncAck,
+                        flags: 0,
+                        ctx: 0,
+                        src: 0,
+                        tag: 0,
+                        len: 0,
+                        cookie,
+                    };
+                    self.net_send(to, &env, &[])?;
+                }
+                Followup::Fetch {
+                    req,
+                    from,
+                    addr,
+                    len,
+                    cookie,
+                } => self.fetch(req, from, addr, len, cookie)?,
+                Followup::Stream {
+                    cookie,
+                    to,
+                    recv_cookie,
+                } => self.stream(cookie, to, recv_cookie)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Receiver side of rendezvous: one copy straight from the sender's
+    /// memory, or, when the kernel refuses, ask the sender to stream.
+    fn fetch(&mut self, req: usize, from: u32, addr: u64, len: u64, cookie: u64) -> MpiResult<()> {
+        let Some(r) = self.st.reqs.get_mut(req) else {
+            return Ok(());
+        };
+        let Op::Recv { buf, .. } = r.op else {
+            return Ok(());
+        };
+        let (src, tag) = (r.status.source, r.status.tag);
+        let n = (len as usize).min(buf.len());
+        let error = if len as usize > buf.len() {
+            c::MPI_ERR_TRUNCATE
+        } else {
+            c::MPI_SUCCESS
+        };
+        if let (true, Route::Shm(local)) =
+            (self.settings.single_copy, self.net.routes[from as usize])
+        {
+            let pid = self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local));
+            match cma::read_from(pid, addr as usize, &mut buf.as_mut_slice()[..n]) {
+                Ok(()) => {
+                    self.st.reqs.complete(
+                        req,
+                        Status {
+                            source: src,
+                            tag,
+                            error,
+                            count: n as u64,
+                            cancelled: false,
+                        },
+                    );
+                    let env = Envelope {
+                        kind: Kind::RndvData,
+                        flags: FIN,
+                        ctx: 0,
+                        src: 0,
+                        tag: 0,
+                        len: 0,
+                        cookie,
+                    };
+                    return self.net_send(from, &env, &[]);
+                }
+                Err(e) => {
+                    debug_log(true, self.job.rank, || {
+                        format!(
+                            "single-copy read failed ({e}); copying through shared memory instead"
+                        )
+                    });
+                    self.settings.single_copy = false;
+                }
+            }
+        }
+        // Streamed: remember the total length; chunks fill `filled`.
+        if let Some(r) = self.st.reqs.get_mut(req) {
+            r.status = Status {
+                source: src,
+                tag,
+                error: 0,
+                count: len,
+                cancelled: false,
+            };
+        }
+        let recv_cookie = self.st.reqs.cookie(req);
+        let env = Envelope {
+            kind: Kind::RndvCts,
+            flags: 0,
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            cookie,
+        };
+        self.net_send(from, &env, &recv_cookie.to_le_bytes())
+    }
+
+    /// Sender side of a streamed rendezvous: queue every chunk, then complete.
+    fn stream(&mut self, cookie: u64, to: u32, recv_cookie: u64) -> MpiResult<()> {
+        let Some(idx) = self.st.reqs.by_cookie(cookie) else {
+            return Ok(());
+        };
+        let data = match self.st.reqs.get(idx).map(|r| &r.op) {
+            Some(Op::Send { owned: Some(v), .. }) => v.clone(),
+            Some(Op::Send { buf, .. }) => buf.as_slice().to_vec(),
+            _ => return Ok(()),
+        };
+        let chunk = self.net.shm_max_payload().max(1);
+        for part in data.chunks(chunk) {
+            let env = Envelope {
+                kind: Kind::RndvData,
+                flags: 0,
+                ctx: 0,
+                src: 0,
+                tag: 0,
+                len: part.len() as u64,
+                cookie: recv_cookie,
+            };
+            self.net_send(to, &env, part)?;
+        }
+        self.st.finish_send(idx);
+        Ok(())
+    }
+
+    /// Probe: the envelope of the first matching unexpected message.
+    pub fn iprobe(&mut self, comm: usize, src: i32, tag: i32) -> MpiResult<Option<Status>> {
+        let cm = self.comms.get(comm)?;
+        let ctx = cm.ctx;
+        if src == c::MPI_PROC_NULL {
+            return Ok(Some(proc_null_status()));
+        }
+        if src != ANY_SOURCE {
+            cm.check_rank(src)?;
+        }
+        self.progress(false)?;
+        Ok(self
+            .st
+            .matcher
+            .peek_unexpected(ctx, src, tag)
+            .map(|u| Status {
+                source: u.env.src as i32,
+                tag: u.env.tag,
+                error: 0,
+                count: u.env.len,
+                cancelled: false,
+            }))
+    }
+
+    /// Matched probe: takes the message out of matching.
+    pub fn improbe(
+        &mut self,
+        comm: usize,
+        src: i32,
+        tag: i32,
+    ) -> MpiResult<Option<(Status, Unexpected)>> {
+        if self.iprobe(comm, src, tag)?.is_none() {
+            return Ok(None);
+        }
+        let ctx = self.comms.get(comm)?.ctx;
+        Ok(self.st.matcher.take_unexpected(ctx, src, tag).map(|u| {
+            (
+                Status {
+                    source: u.env.src as i32,
+                    tag: u.env.tag,
+                    error: 0,
+                    count: u.env.len,
+                    cancelled: false,
+                },
+                u,
+            )
+        }))
+    }
+
+    /// Receives a message taken by a matched probe.
+    pub fn mrecv(&mut self, msg: Unexpected, buf: UserBuf) -> MpiResult<usize> {
+        let req = self.st.reqs.insert(Op::Recv {
+            buf,
+            ctx: msg.env.ctx,
+            src: msg.env.src as i32,
+            tag: msg.env.tag,
+            filled: 0,
+        });
+        self.match_unexpected(req, msg)?;
+        Ok(req)
+    }
+
+    /// Cancels a receive that has not matched yet.
+    pub fn cancel(&mut self, req: usize) -> MpiResult<()> {
+        let Some(r) = self.st.reqs.get(req) else {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "invalid request"));
+        };
+        if matches!(r.op, Op::Recv { .. }) && !r.done && self.st.matcher.cancel(req) {
+            self.st.reqs.complete(
+                req,
+                Status {
+                    cancelled: true,
+                    source: c::MPI_ANY_SOURCE,
+                    tag: c::MPI_ANY_TAG,
+                    ..Status::default()
+                },
+            );
+        }
+        // Sends that already left cannot be cancelled; MPI allows that outcome.
+        Ok(())
+    }
+}

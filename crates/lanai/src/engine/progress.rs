@@ -1,0 +1,180 @@
+//! Progress and the wait policy: poll every transport, spin, then sleep
+//! where a sender's wake-up (or TCP traffic) will find us.
+
+use super::error::{MpiError, MpiResult};
+use super::net::{self, Net};
+use super::Engine;
+use std::time::{Duration, Instant};
+
+impl Engine {
+    /// One pass over every transport. True if anything happened.
+    pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
+        let mut did = false;
+        self.tick = self.tick.wrapping_add(1);
+        let Net {
+            shm,
+            partial,
+            local_world,
+            ..
+        } = &mut self.net;
+        if let Some(shm) = shm.as_mut() {
+            let n = shm.local_size();
+            let me = shm.me();
+            for i in 0..n {
+                if i == me {
+                    continue;
+                }
+                let from = local_world[i];
+                let st = &mut self.st;
+                let part = &mut partial[i];
+                while let Some(r) = shm.poll(i, |env, p| {
+                    if env.flags & net::FRAG_MORE != 0 {
+                        part.extend_from_slice(p);
+                    } else if !part.is_empty() {
+                        part.extend_from_slice(p);
+                        let whole = std::mem::take(part);
+                        st.deliver(env, from, &whole);
+                    } else {
+                        st.deliver(env, from, p);
+                    }
+                }) {
+                    r.map_err(MpiError::internal)?;
+                    did = true;
+                }
+            }
+            did |= self.net.flush_backlog();
+        }
+        if let Some(tcp) = self.net.tcp.as_mut() {
+            // A system call per pass would slow shared memory down; TCP is
+            // polled every few passes unless we are about to block anyway.
+            if may_block || self.tick.is_multiple_of(8) || tcp.has_pending_output() {
+                let st = &mut self.st;
+                let p = tcp
+                    .progress(Some(Duration::ZERO), &mut |from, env, payload| {
+                        st.deliver(env, from, payload)
+                    })
+                    .map_err(|e| self.lost_peer(e))?;
+                did |= p.delivered > 0;
+            }
+        }
+        if !self.st.followups.is_empty() {
+            self.run_followups()?;
+            did = true;
+        }
+        if !self.st.persistent_children.is_empty() {
+            self.settle_persistent();
+        }
+        if self.st.colls.has_work() {
+            did |= self.drive_colls()?;
+        }
+        Ok(did)
+    }
+
+    fn lost_peer(&self, e: lanai_tcp::TcpError) -> MpiError {
+        MpiError::peer_lost(format!("rank {}: {e}", self.job.rank))
+    }
+
+    /// Sleeps until a peer wakes us or `timeout` passes.
+    fn block(&mut self, timeout: Duration) -> MpiResult<()> {
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.set_sleeping(true);
+        }
+        // A message may have arrived between the last poll and the flag.
+        let ready = self.progress(false)?;
+        if !ready {
+            if let Some(tcp) = self.net.tcp.as_mut() {
+                let st = &mut self.st;
+                let r = tcp.progress(Some(timeout), &mut |from, env, payload| {
+                    st.deliver(env, from, payload)
+                });
+                if let Err(e) = r {
+                    if let Some(shm) = self.net.shm.as_ref() {
+                        shm.set_sleeping(false);
+                    }
+                    return Err(self.lost_peer(e));
+                }
+            } else if let Some(d) = self.net.doorbell.as_ref() {
+                let mut fds = [nix::poll::PollFd::new(d.fd(), nix::poll::PollFlags::POLLIN)];
+                let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+                let _ = nix::poll::poll(
+                    &mut fds,
+                    nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX),
+                );
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if let Some(d) = self.net.doorbell.as_ref() {
+            d.drain();
+        }
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.set_sleeping(false);
+        }
+        self.check_liveness()
+    }
+
+    /// Under a launcher that does not kill the job, notice dead local peers.
+    fn check_liveness(&mut self) -> MpiResult<()> {
+        if self.last_liveness.elapsed() < Duration::from_secs(1) {
+            return Ok(());
+        }
+        self.last_liveness = Instant::now();
+        if let Some(shm) = self.net.shm.as_ref() {
+            for i in 0..shm.local_size() {
+                let pid = shm.peer_pid(i);
+                if pid > 0
+                    && !shm.peer_finished(i)
+                    && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                        == Err(nix::Error::ESRCH)
+                {
+                    return Err(MpiError::peer_lost(format!(
+                        "rank {} (pid {pid}) died",
+                        self.net.local_world[i]
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Progresses until `done()` holds: spin, then (yielding when the node
+    /// is oversubscribed) block.
+    pub fn wait_until_mut(
+        &mut self,
+        mut done: impl FnMut(&mut Self) -> MpiResult<bool>,
+    ) -> MpiResult<()> {
+        let mut idle = 0u32;
+        while !done(self)? {
+            if self.progress(false)? {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle < self.settings.spin {
+                if self.settings.oversubscribed {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            if !done(self)? {
+                self.block(Duration::from_millis(100))?;
+            }
+            idle = 0;
+        }
+        Ok(())
+    }
+
+    pub fn wait_until(&mut self, mut done: impl FnMut(&Self) -> bool) -> MpiResult<()> {
+        self.wait_until_mut(|e| Ok(done(e)))
+    }
+
+    pub fn is_done(&self, req: usize) -> bool {
+        self.st.reqs.get(req).is_none_or(|r| r.done)
+    }
+
+    pub fn wait(&mut self, req: usize) -> MpiResult<()> {
+        self.wait_until(|e| e.is_done(req))
+    }
+}

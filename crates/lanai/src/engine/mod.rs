@@ -92,7 +92,13 @@ impl Engine {
         let local = job.local_ranks();
         let my_local = local.iter().position(|&r| r == job.rank).unwrap_or(0);
         let spin_knob = knobs::get(&knobs::SPIN);
-        let oversubscribed = local.len() > cores();
+        // Emulated nodes share this host's cores, so count every rank here.
+        let ranks_here = if job.single_host {
+            job.size as usize
+        } else {
+            local.len()
+        };
+        let oversubscribed = ranks_here > cores();
         let settings = Settings {
             eager_limit: knobs::get_usize(&knobs::EAGER_LIMIT).map_err(MpiError::other)?,
             single_copy: match knobs::get(&knobs::SINGLE_COPY).as_str() {

@@ -185,3 +185,21 @@ def test_any_source_connects_to_everyone_first(tmp_path):
     # plus the peers of MPI_Finalize's dissemination barrier (1, 2, 4, 6, 7).
     assert _connections_of_rank0(tmp_path, "MPI_ANY_SOURCE") == 7
     assert _connections_of_rank0(tmp_path, "1") == 5
+
+
+ALGORITHM_KNOBS = [
+    ("LANAI_BARRIER", v) for v in ["dissemination", "pairwise", "binomial"]
+] + [("LANAI_BCAST", v) for v in ["binomial", "scatter_allgather"]] + [
+    ("LANAI_ALLREDUCE", v) for v in ["recursive_doubling", "reduce_bcast", "rabenseifner", "ring"]
+]
+
+
+@pytest.mark.parametrize("knob,value", ALGORITHM_KNOBS, ids=[f"{k}={v}" for k, v in ALGORITHM_KNOBS])
+@pytest.mark.parametrize("nranks,nodes", [(4, 2), (5, 1)], ids=["n4-nodes2", "n5-nodes1"])
+def test_every_collective_algorithm_by_hand(lanai_builds, knob, value, nranks, nodes):
+    # coll_basic checks results against local computations and checks that
+    # float allreduce results are bitwise identical on every rank.
+    exe = lanai_builds["coll_basic"]
+    res = harness.run_job(harness.lanairun_argv(exe, nranks, nodes), exe, {knob: value})
+    harness.assert_clean(res)
+    harness.assert_passed(res, "coll_basic")

@@ -1,5 +1,7 @@
-//! Allreduce: reduce-then-broadcast for any size, recursive doubling for
-//! powers of two. Both group operands identically, so results are bitwise equal.
+//! Allreduce: reduce-then-broadcast for any size, recursive doubling and
+//! Rabenseifner for powers of two, and a reduce-scatter/allgather "ring" for
+//! any size. Every one groups operands as the canonical binomial tree does
+//! (see `reduce`), so results are bitwise equal whatever the algorithm.
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,18 +13,26 @@ use crate::machine::{
 };
 use crate::ops::Combine;
 use crate::reduce::Reduce;
+use crate::reduce_scatter::plan_reduce_scatter;
+use crate::schedule::{mul, ring_allgather, scheduled_collective, Apply, Plan, Schedule, Step};
 
 /// Messages up to this size use recursive doubling under `AllreduceAlgo::Auto`.
 pub const AUTO_RECURSIVE_DOUBLING_MAX: usize = 64 * 1024;
 
-/// Allreduce algorithm choice.
+/// Allreduce algorithm choice. All are bitwise reproducible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AllreduceAlgo {
-    /// Recursive doubling for power-of-two sizes and messages up to 64 KiB, else reduce+bcast.
+    /// Up to 64 KiB: recursive doubling on power-of-two sizes, else
+    /// reduce+bcast. Larger: Rabenseifner on power-of-two sizes, else ring.
     Auto,
     ReduceBcast,
     /// Power-of-two sizes only.
     RecursiveDoubling,
+    /// Recursive-halving reduce-scatter then recursive-doubling allgather.
+    /// Power-of-two sizes; `allreduce()` uses `Ring` on others.
+    Rabenseifner,
+    /// Direct reduce-scatter with a canonical-order local fold, then ring allgather.
+    Ring,
 }
 
 impl AllreduceAlgo {
@@ -32,6 +42,8 @@ impl AllreduceAlgo {
             AllreduceAlgo::Auto => "auto",
             AllreduceAlgo::ReduceBcast => "reduce_bcast",
             AllreduceAlgo::RecursiveDoubling => "recursive_doubling",
+            AllreduceAlgo::Rabenseifner => "rabenseifner",
+            AllreduceAlgo::Ring => "ring",
         }
     }
 
@@ -41,6 +53,10 @@ impl AllreduceAlgo {
             AllreduceAlgo::Auto if size.is_power_of_two() && len <= AUTO_RECURSIVE_DOUBLING_MAX => {
                 AllreduceAlgo::RecursiveDoubling
             }
+            AllreduceAlgo::Auto if len > AUTO_RECURSIVE_DOUBLING_MAX && size.is_power_of_two() => {
+                AllreduceAlgo::Rabenseifner
+            }
+            AllreduceAlgo::Auto if len > AUTO_RECURSIVE_DOUBLING_MAX => AllreduceAlgo::Ring,
             AllreduceAlgo::Auto => AllreduceAlgo::ReduceBcast,
             other => other,
         }
@@ -66,6 +82,8 @@ impl FromStr for AllreduceAlgo {
             AllreduceAlgo::Auto,
             AllreduceAlgo::ReduceBcast,
             AllreduceAlgo::RecursiveDoubling,
+            AllreduceAlgo::Rabenseifner,
+            AllreduceAlgo::Ring,
         ]
         .into_iter()
         .find(|a| a.name() == s)
@@ -74,6 +92,11 @@ impl FromStr for AllreduceAlgo {
 }
 
 /// Builds an allreduce machine with the chosen algorithm.
+///
+/// Rabenseifner and Ring split the vector between elements, so they need
+/// `combiner.elem_size()`; without it (or if the data is not whole elements)
+/// they fall back to ReduceBcast. Rabenseifner on a size that is not a power
+/// of two runs as Ring. Every choice gives bitwise the same result.
 pub fn allreduce<C: Combine + Send + 'static>(
     rank: u32,
     size: u32,
@@ -82,13 +105,181 @@ pub fn allreduce<C: Combine + Send + 'static>(
     algo: AllreduceAlgo,
 ) -> Result<Box<dyn Collective + Send>, CollError> {
     check_rank(rank, size)?;
-    Ok(match algo.resolve(size, data.len()) {
-        AllreduceAlgo::RecursiveDoubling => {
+    let whole = combiner
+        .elem_size()
+        .filter(|&e| e > 0 && data.len() % e == 0);
+    Ok(match (algo.resolve(size, data.len()), whole) {
+        // An algorithm that cannot serve this size falls back, as a forced
+        // knob must never make a valid call fail.
+        (AllreduceAlgo::RecursiveDoubling, _) if size.is_power_of_two() => {
             Box::new(RecursiveDoubling::new(rank, size, data, combiner)?)
+        }
+        (AllreduceAlgo::Rabenseifner, Some(e)) if size.is_power_of_two() => {
+            Box::new(Rabenseifner::new(rank, size, data, combiner, e)?)
+        }
+        (AllreduceAlgo::Rabenseifner | AllreduceAlgo::Ring, Some(e)) => {
+            Box::new(RingAllreduce::new(rank, size, data, combiner, e)?)
         }
         _ => Box::new(ReduceBcast::new(rank, size, data, combiner)?),
     })
 }
+
+fn check_elements(len: usize, elem_size: usize) -> Result<usize, CollError> {
+    if elem_size == 0 || len % elem_size != 0 {
+        return Err(CollError::NotWholeElements { len, elem_size });
+    }
+    Ok(len / elem_size)
+}
+
+/// Rabenseifner's allreduce on power-of-two sizes.
+///
+/// Reduce-scatter by recursive halving with the distance *growing* (1, 2, 4,
+/// ...): in round `k` partners `r` and `r ^ 2^k` hold the same window, split
+/// it in half, and each keeps one half combined as `lower op higher`. After
+/// round `k` a window holds the reduction of an aligned group of `2^(k+1)`
+/// ranks, grouped exactly like recursive doubling and the binomial tree. The
+/// allgather retraces the rounds in reverse, swapping windows.
+pub struct Rabenseifner<C> {
+    inner: Schedule<C>,
+}
+
+impl<C: Combine> Rabenseifner<C> {
+    /// `elem_size` is the bytes per element; the vector is only split between
+    /// elements. Fails with `SizeNotPowerOfTwo` or `NotWholeElements`.
+    pub fn new(
+        rank: u32,
+        size: u32,
+        data: Vec<u8>,
+        combiner: C,
+        elem_size: usize,
+    ) -> Result<Self, CollError> {
+        check_rank(rank, size)?;
+        if !size.is_power_of_two() {
+            return Err(CollError::SizeNotPowerOfTwo { size });
+        }
+        let n = check_elements(data.len(), elem_size)?;
+        let bytes = |lo: usize, hi: usize| lo * elem_size..hi * elem_size;
+        let kind_h = kind::RABENSEIFNER_HALVE;
+        let kind_d = kind::RABENSEIFNER_DOUBLE;
+        let mut steps = Vec::new();
+        let (mut lo, mut hi) = (0usize, n);
+        let mut windows = Vec::new();
+        for k in 0..size.trailing_zeros() {
+            let partner = rank ^ (1 << k);
+            let mid = lo + (hi - lo) / 2;
+            let (keep, give) = if rank & (1 << k) == 0 {
+                ((lo, mid), (mid, hi))
+            } else {
+                ((mid, hi), (lo, mid))
+            };
+            steps.push(Step::Send {
+                to: partner,
+                kind: kind_h,
+                ranges: vec![bytes(give.0, give.1)],
+            });
+            steps.push(Step::Recv {
+                from: partner,
+                kind: kind_h,
+                ranges: vec![bytes(keep.0, keep.1)],
+                apply: if partner < rank {
+                    Apply::CombineLower
+                } else {
+                    Apply::CombineHigher
+                },
+            });
+            windows.push((lo, hi));
+            (lo, hi) = keep;
+        }
+        for k in (0..size.trailing_zeros()).rev() {
+            let partner = rank ^ (1 << k);
+            let (plo, phi) = windows.pop().unwrap_or((lo, hi));
+            // The partner holds the other half of the parent window.
+            let theirs = if lo == plo { (hi, phi) } else { (plo, lo) };
+            steps.push(Step::Send {
+                to: partner,
+                kind: kind_d,
+                ranges: vec![bytes(lo, hi)],
+            });
+            steps.push(Step::Recv {
+                from: partner,
+                kind: kind_d,
+                ranges: vec![bytes(theirs.0, theirs.1)],
+                apply: Apply::Store,
+            });
+            (lo, hi) = (plo, phi);
+        }
+        let len = data.len();
+        let plan = Plan {
+            steps,
+            buf: data,
+            result: Some(vec![0..len]),
+        };
+        Ok(Rabenseifner {
+            inner: Schedule::new(plan, combiner)?,
+        })
+    }
+}
+
+scheduled_collective!(Rabenseifner<C>);
+
+/// Allreduce for any size in two bandwidth-optimal phases: rank `p` receives
+/// segment `p` of every vector and folds them locally in the canonical
+/// binomial grouping (unlike a classic ring, whose grouping follows the ring
+/// and is not reproducible), then the reduced segments go round a ring.
+pub struct RingAllreduce<C> {
+    inner: Schedule<C>,
+}
+
+impl<C: Combine> RingAllreduce<C> {
+    /// `elem_size` is the bytes per element; segments are split between
+    /// elements. Fails with `NotWholeElements`.
+    pub fn new(
+        rank: u32,
+        size: u32,
+        data: Vec<u8>,
+        combiner: C,
+        elem_size: usize,
+    ) -> Result<Self, CollError> {
+        check_rank(rank, size)?;
+        let n = check_elements(data.len(), elem_size)?;
+        let len = data.len();
+        let start = |p: u32| -> Result<usize, CollError> {
+            let e = (n as u128 * u128::from(p) / u128::from(size)) as usize;
+            mul(e, elem_size)
+        };
+        let segments: Vec<_> = (0..size)
+            .map(|p| Ok(start(p)?..start(p + 1)?))
+            .collect::<Result<_, CollError>>()?;
+        let mut buf = data;
+        let mut steps = Vec::new();
+        plan_reduce_scatter(
+            rank,
+            size,
+            &mut buf,
+            &segments,
+            kind::RING_REDUCE_SCATTER,
+            &mut steps,
+        )?;
+        ring_allgather(
+            &mut steps,
+            rank,
+            size,
+            &segments,
+            |x| x,
+            kind::RING_ALLGATHER,
+        );
+        let plan = Plan {
+            steps,
+            buf,
+            result: Some(vec![0..len]),
+        };
+        Ok(RingAllreduce {
+            inner: Schedule::new(plan, combiner)?,
+        })
+    }
+}
+
+scheduled_collective!(RingAllreduce<C>);
 
 /// Reduce to rank 0 up the fixed binomial tree, then binomial broadcast from 0.
 pub struct ReduceBcast<C> {

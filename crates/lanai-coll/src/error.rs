@@ -68,6 +68,18 @@ pub enum CollError {
     },
     /// Combining the data failed.
     Op(OpError),
+    /// A per-rank count or displacement list does not have one entry per rank.
+    CountsLengthMismatch { expected: u32, got: usize },
+    /// This rank's own buffer length differs from what the counts say.
+    LocalLengthMismatch { expected: usize, got: usize },
+    /// A block (displacement plus count) ends beyond its buffer.
+    BlockBeyondBuffer { end: usize, len: usize },
+    /// A byte count or displacement sum does not fit in `usize`.
+    SizeOverflow,
+    /// A buffer that must be split between elements is not whole elements.
+    NotWholeElements { len: usize, elem_size: usize },
+    /// An internal schedule is inconsistent (a bug in this crate, not the caller).
+    InvalidPlan { reason: &'static str },
 }
 
 impl fmt::Display for CollError {
@@ -110,6 +122,26 @@ impl fmt::Display for CollError {
                 "rank {from} sent {got} bytes of data where {expected} were expected"
             ),
             CollError::Op(e) => write!(f, "reduction failed: {e}"),
+            CollError::CountsLengthMismatch { expected, got } => write!(
+                f,
+                "a count or displacement list has {got} entries for {expected} ranks"
+            ),
+            CollError::LocalLengthMismatch { expected, got } => write!(
+                f,
+                "this rank's buffer holds {got} bytes where the counts say {expected}"
+            ),
+            CollError::BlockBeyondBuffer { end, len } => write!(
+                f,
+                "a block ends at byte {end}, beyond its {len}-byte buffer"
+            ),
+            CollError::SizeOverflow => write!(f, "byte counts overflow the address space"),
+            CollError::InvalidPlan { reason } => {
+                write!(f, "internal collective schedule is invalid: {reason}")
+            }
+            CollError::NotWholeElements { len, elem_size } => write!(
+                f,
+                "buffer of {len} bytes is not a whole number of {elem_size}-byte elements"
+            ),
         }
     }
 }

@@ -11,24 +11,41 @@
 //! communicator size, never on arrival order or root.
 
 #![forbid(unsafe_code)]
+// Schedules take lists of byte ranges, and a one-range list is the common case.
+#![allow(clippy::single_range_in_vec_init)]
 
+pub mod allgather;
 pub mod allreduce;
+pub mod alltoall;
 pub mod barrier;
 pub mod bcast;
 pub mod error;
+pub mod gather;
+pub mod layout;
 pub mod machine;
 pub mod ops;
 pub mod reduce;
+pub mod reduce_scatter;
+pub mod scan;
+pub mod scatter;
+mod schedule;
 pub mod sim;
 mod tree;
 
+pub use allgather::{Allgather, AllgatherAlgo, Allgatherv};
 pub use allreduce::{
-    allreduce, AllreduceAlgo, RecursiveDoubling, ReduceBcast, UnknownAlgorithm,
-    AUTO_RECURSIVE_DOUBLING_MAX,
+    allreduce, AllreduceAlgo, Rabenseifner, RecursiveDoubling, ReduceBcast, RingAllreduce,
+    UnknownAlgorithm, AUTO_RECURSIVE_DOUBLING_MAX,
 };
+pub use alltoall::{Alltoall, Alltoallv};
 pub use barrier::{barrier, BarrierAlgo, Binomial, Dissemination, PairwiseExchange};
-pub use bcast::Bcast;
+pub use bcast::{bcast, Bcast, BcastAlgo, ScatterAllgather, BCAST_AUTO_SCATTER_ALLGATHER_MIN};
 pub use error::{CollError, OpError};
+pub use gather::{Gather, Gatherv};
+pub use layout::Layout;
 pub use machine::{Collective, Outgoing};
 pub use ops::{combine, Combine, Elem, Op, Predefined};
 pub use reduce::Reduce;
+pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};
+pub use scan::{Exscan, Scan};
+pub use scatter::{Scatter, Scatterv};

@@ -66,6 +66,23 @@ pub(crate) mod kind {
     pub const PAIR_RELEASE: u8 = 8;
     pub const BINOMIAL_ARRIVE: u8 = 9;
     pub const BINOMIAL_RELEASE: u8 = 10;
+    pub const GATHER: u8 = 11;
+    pub const GATHERV: u8 = 12;
+    pub const SCATTER: u8 = 13;
+    pub const SCATTERV: u8 = 14;
+    pub const ALLGATHER_RD: u8 = 15;
+    pub const ALLGATHER_RING: u8 = 16;
+    pub const ALLGATHERV: u8 = 17;
+    pub const ALLTOALL: u8 = 18;
+    pub const REDUCE_SCATTER: u8 = 19;
+    pub const SCAN: u8 = 20;
+    pub const EXSCAN: u8 = 21;
+    pub const BCAST_SCATTER: u8 = 22;
+    pub const BCAST_ALLGATHER: u8 = 23;
+    pub const RABENSEIFNER_HALVE: u8 = 24;
+    pub const RABENSEIFNER_DOUBLE: u8 = 25;
+    pub const RING_REDUCE_SCATTER: u8 = 26;
+    pub const RING_ALLGATHER: u8 = 27;
 }
 
 /// Header: kind, step; then the payload.

@@ -158,6 +158,11 @@ pub trait Combine {
     fn commutative(&self) -> bool {
         true
     }
+    /// Bytes per element when known, so algorithms may split a buffer between
+    /// elements; `None` keeps buffers whole (algorithms that split are skipped).
+    fn elem_size(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A predefined operation on a predefined element kind.
@@ -185,6 +190,9 @@ impl Combine for Predefined {
     fn commutative(&self) -> bool {
         self.op.commutative()
     }
+    fn elem_size(&self) -> Option<usize> {
+        Some(self.elem.size())
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for &T {
@@ -193,6 +201,9 @@ impl<T: Combine + ?Sized> Combine for &T {
     }
     fn commutative(&self) -> bool {
         (**self).commutative()
+    }
+    fn elem_size(&self) -> Option<usize> {
+        (**self).elem_size()
     }
 }
 
@@ -203,6 +214,9 @@ impl<T: Combine + ?Sized> Combine for Box<T> {
     fn commutative(&self) -> bool {
         (**self).commutative()
     }
+    fn elem_size(&self) -> Option<usize> {
+        (**self).elem_size()
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for Arc<T> {
@@ -211,6 +225,9 @@ impl<T: Combine + ?Sized> Combine for Arc<T> {
     }
     fn commutative(&self) -> bool {
         (**self).commutative()
+    }
+    fn elem_size(&self) -> Option<usize> {
+        (**self).elem_size()
     }
 }
 

@@ -37,9 +37,9 @@ knobs! {
     STATS = ("LANAI_STATS", "0", "1: each rank prints connections, messages and bytes per transport at MPI_Finalize");
     DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
     BARRIER = ("LANAI_BARRIER", "auto", "Barrier algorithm: auto, dissemination, pairwise, binomial");
-    BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto, binomial");
+    BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto (binomial; scatter_allgather for large messages), binomial, scatter_allgather");
     REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
-    ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto, recursive_doubling, reduce_bcast");
+    ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");
     CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
 }
 

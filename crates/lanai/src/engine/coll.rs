@@ -7,7 +7,7 @@ use super::error::{MpiError, MpiResult};
 use super::request::{Op, Status};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
-use lanai_coll::{AllreduceAlgo, BarrierAlgo, Collective, Combine};
+use lanai_coll::{AllreduceAlgo, BarrierAlgo, BcastAlgo, Collective, Combine};
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
 use std::collections::HashMap;
@@ -80,6 +80,7 @@ fn coll_err(e: impl std::fmt::Display) -> MpiError {
 pub struct Algorithms {
     /// `None`: choose per call (`auto`).
     pub barrier: Option<BarrierAlgo>,
+    pub bcast: BcastAlgo,
     pub allreduce: AllreduceAlgo,
 }
 
@@ -97,16 +98,20 @@ impl Algorithms {
         let allreduce = knobs::get(&knobs::ALLREDUCE)
             .parse()
             .map_err(|e| MpiError::other(format!("LANAI_ALLREDUCE: {e}")))?;
-        for k in [&knobs::BCAST, &knobs::REDUCE] {
-            let v = knobs::get(k);
-            if v != "auto" && v != "binomial" {
-                return Err(MpiError::other(format!(
-                    "{}={v:?}: the choices are auto, binomial",
-                    k.name
-                )));
-            }
+        let bcast = knobs::get(&knobs::BCAST)
+            .parse()
+            .map_err(|e| MpiError::other(format!("LANAI_BCAST: {e}")))?;
+        let v = knobs::get(&knobs::REDUCE);
+        if v != "auto" && v != "binomial" {
+            return Err(MpiError::other(format!(
+                "LANAI_REDUCE={v:?}: the choices are auto, binomial"
+            )));
         }
-        Ok(Self { barrier, allreduce })
+        Ok(Self {
+            barrier,
+            bcast,
+            allreduce,
+        })
     }
 }
 
@@ -218,9 +223,10 @@ impl Engine {
         } else {
             vec![0; buf.len()]
         };
-        let m = lanai_coll::Bcast::new(cm.rank, cm.size, root, data).map_err(coll_err)?;
+        let m = lanai_coll::bcast(cm.rank, cm.size, root, data, self.settings.algos.bcast)
+            .map_err(coll_err)?;
         let out = (cm.rank != root).then_some(buf);
-        self.run_coll(comm, Box::new(m), out)
+        self.run_coll(comm, m, out)
     }
 
     /// Reduce to `root`; `out` is the root's receive buffer.

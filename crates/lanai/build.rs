@@ -176,12 +176,17 @@ fn implemented_names(text: &str) -> Vec<String> {
 fn helper_macro_names(text: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut rest = text;
-    while let Some(pos) = rest.find("!(MPI_") {
+    while let Some(pos) = rest.find("!(") {
         rest = &rest[pos + 2..];
-        let end = rest
+        // rustfmt may break the line after `(` or after the comma.
+        let body = rest.trim_start();
+        if !body.starts_with("MPI_") {
+            continue;
+        }
+        let end = body
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let (name, after) = rest.split_at(end);
+            .unwrap_or(body.len());
+        let (name, after) = body.split_at(end);
         let expected = format!("P{name}");
         let next = after.trim_start().strip_prefix(',').map(str::trim_start);
         if next.is_some_and(|n| {

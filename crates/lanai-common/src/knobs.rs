@@ -33,13 +33,14 @@ knobs! {
     SHM_RING_BYTES = ("LANAI_SHM_RING_BYTES", "65536", "Bytes in each per-pair shared-memory ring (a power of two, at least 4096)");
     SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (one copy with process_vm_readv when the kernel allows it, else through the ring) or 'off' (always through the ring)");
     TCP_ADDR = ("LANAI_TCP_ADDR", "auto", "Address the TCP listener binds to: 'auto' (loopback when the job is on one host, else the host's address) or an IP");
-    SPIN = ("LANAI_SPIN", "auto", "Polls before a waiting rank blocks: 'auto' (fewer when ranks outnumber cores) or a count");
+    SPIN = ("LANAI_SPIN", "auto", "How long a waiting rank polls before it sleeps: 'auto' (20 ms with a core of its own; 50 polls, yielding, when ranks outnumber cores) or a number of polls");
     STATS = ("LANAI_STATS", "0", "1: each rank prints connections, messages and bytes per transport at MPI_Finalize");
     DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
     BARRIER = ("LANAI_BARRIER", "auto", "Barrier algorithm: auto, dissemination, pairwise, binomial");
     BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto (binomial; scatter_allgather for large messages), binomial, scatter_allgather");
     REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
     ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");
+    BIND = ("LANAI_BIND", "auto", "lanairun: 'auto' pins rank i to the i-th available core when ranks do not outnumber cores (as Open MPI does), 'none' leaves placement to the kernel");
     CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
 }
 

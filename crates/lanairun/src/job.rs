@@ -244,6 +244,28 @@ fn abandon(ranks: &[Rank], pgid: Option<Pid>) {
     }
 }
 
+/// The core rank `r` is pinned to, if ranks fit one per core. Two spinning
+/// ranks left to share a core (the kernel may put them there while other
+/// work runs) wait a whole time slice for each other.
+fn core_for(r: u32, ranks: u32) -> Option<usize> {
+    if lanai_common::knobs::get(&lanai_common::knobs::BIND) == "none" {
+        return None;
+    }
+    let mine = nix::sched::sched_getaffinity(Pid::from_raw(0)).ok()?;
+    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| mine.is_set(c).unwrap_or(false))
+        .collect();
+    (ranks as usize <= cpus.len()).then(|| cpus[r as usize])
+}
+
+fn pin(pid: Pid, cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_ok() {
+        // Best effort: placement is a performance matter, never an error.
+        let _ = nix::sched::sched_setaffinity(pid, &set);
+    }
+}
+
 fn spawn_one(
     opts: &Options,
     r: usize,
@@ -306,8 +328,12 @@ fn spawn_one(
     if let Some(s) = &stderr {
         set_nonblocking(s)?;
     }
+    let pid = Pid::from_raw(child.id() as i32);
+    if let Some(cpu) = core_for(r as u32, opts.ranks) {
+        pin(pid, cpu);
+    }
     let rank = Rank {
-        pid: Pid::from_raw(child.id() as i32),
+        pid,
         pmi: Some(pmi),
         pmi_out: Vec::new(),
         stdout,

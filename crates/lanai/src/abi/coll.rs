@@ -1,12 +1,24 @@
-//! Collective entry points (the basic four; the rest are in the breadth work).
+//! Collective entry points: argument checks, MPI_IN_PLACE, and the mapping
+//! from (buffer, count, datatype) arguments to the byte blocks the engine's
+//! collective machines work on. Every collective starts a request in the
+//! engine; the blocking form waits for it, the `I` form returns its handle.
+//!
+//! Barrier, broadcast and reduce live here; the rest in the submodules.
+
+mod exchange;
+mod rooted;
+mod scans;
 
 use super::consts as c;
-use super::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
+use super::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use super::requests::handle_of;
+use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
+use crate::engine::coll::Combiner;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
-use lanai_coll::Predefined;
+use lanai_coll::{Layout, Predefined};
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
@@ -21,11 +33,18 @@ fn check_root(e: &Engine, comm: usize, root: c_int) -> MpiResult<u32> {
     Ok(root as u32)
 }
 
-fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Box<dyn lanai_coll::Combine + Send>> {
+/// The communicator's engine index, this rank and the size.
+fn comm_info(e: &Engine, comm: MPI_Comm) -> MpiResult<(usize, u32, u32)> {
+    let ci = comm_idx(comm)?;
+    let cm = e.comms.get(ci)?;
+    Ok((ci, cm.rank, cm.size))
+}
+
+fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
     let elem = types::reduce_elem(dt)?;
     let op = types::op(op)?;
     Predefined::new(op, elem)
-        .map(|p| Box::new(p) as Box<dyn lanai_coll::Combine + Send>)
+        .map(|p| Box::new(p) as Combiner)
         .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
 }
 
@@ -33,54 +52,320 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == c::MPI_IN_PLACE
 }
 
-mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
-    call("MPI_Barrier", Some(comm), |e| {
-        let ci = comm_idx(comm)?;
-        e.barrier(ci)
+/// Fails with `MPI_ERR_ARG` when `p` is `MPI_IN_PLACE` where it may not be.
+fn not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
+    if in_place(p) {
+        return Err(MpiError::new(
+            c::MPI_ERR_BUFFER,
+            format!("MPI_IN_PLACE is not allowed as {what}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `count` elements of `size` bytes, each factor checked.
+fn elem_bytes(count: c_int, size: usize) -> MpiResult<usize> {
+    if count < 0 {
+        return Err(MpiError::count(i64::from(count)));
+    }
+    (count as usize)
+        .checked_mul(size)
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))
+}
+
+/// `count` elements of `dt` for each of `n` ranks, in bytes.
+fn block_bytes(count: c_int, dt: MPI_Datatype, n: u32) -> MpiResult<(usize, usize)> {
+    let blk = elem_bytes(count, types::type_size(dt)?)?;
+    let all = blk
+        .checked_mul(n as usize)
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))?;
+    Ok((blk, all))
+}
+
+/// A user buffer of `len` bytes.
+///
+/// # Safety
+/// `ptr` must be valid for `len` bytes for the operation's lifetime.
+unsafe fn bytes_buf(ptr: *const c_void, len: usize) -> MpiResult<UserBuf> {
+    if ptr.is_null() && len > 0 {
+        return Err(MpiError::new(
+            c::MPI_ERR_BUFFER,
+            format!("NULL buffer for {len} bytes"),
+        ));
+    }
+    // SAFETY: forwarded from this function's contract.
+    Ok(unsafe { UserBuf::new(ptr as *mut u8, len) })
+}
+
+/// The caller's array of `n` ints (counts, displacements).
+///
+/// # Safety
+/// `p` is null or points to at least `n` ints valid for the call.
+unsafe fn int_array<'a>(p: *const c_int, n: u32, what: &str) -> MpiResult<&'a [c_int]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: per the contract, `n` readable ints.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// The caller's array of `n` datatype handles (alltoallw).
+///
+/// # Safety
+/// `p` is null or points to at least `n` handles valid for the call.
+unsafe fn type_array<'a>(
+    p: *const MPI_Datatype,
+    n: u32,
+    what: &str,
+) -> MpiResult<&'a [MPI_Datatype]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: per the contract, `n` readable handles.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+fn displ_bytes(d: c_int, size: usize) -> MpiResult<usize> {
+    if d < 0 {
+        return Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            format!("negative displacement {d} is not supported"),
+        ));
+    }
+    (d as usize)
+        .checked_mul(size)
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large")))
+}
+
+fn layout(counts: Vec<usize>, displs: Vec<usize>) -> MpiResult<Layout> {
+    Layout::new(counts, displs)
+        .map_err(|e| MpiError::new(c::MPI_ERR_ARG, format!("counts and displacements: {e}")))
+}
+
+/// Blocks from per-rank counts and displacements, both in elements of `dt`.
+fn layout_v(counts: &[c_int], displs: &[c_int], dt: MPI_Datatype) -> MpiResult<Layout> {
+    let size = types::type_size(dt)?;
+    let c = counts
+        .iter()
+        .map(|&n| elem_bytes(n, size))
+        .collect::<MpiResult<_>>()?;
+    let d = displs
+        .iter()
+        .map(|&d| displ_bytes(d, size))
+        .collect::<MpiResult<_>>()?;
+    layout(c, d)
+}
+
+/// Blocks from per-rank counts in elements of per-rank types and
+/// displacements already in bytes (alltoallw).
+fn layout_w(counts: &[c_int], displs: &[c_int], dts: &[MPI_Datatype]) -> MpiResult<Layout> {
+    let c = counts
+        .iter()
+        .zip(dts)
+        .map(|(&n, &t)| {
+            // A type of an empty block is not significant.
+            if n == 0 {
+                return Ok(0);
+            }
+            elem_bytes(n, types::type_size(t)?)
+        })
+        .collect::<MpiResult<_>>()?;
+    let d = displs
+        .iter()
+        .map(|&d| displ_bytes(d, 1))
+        .collect::<MpiResult<_>>()?;
+    layout(c, d)
+}
+
+/// Copies this rank's send data (`count` elements of `dt` at `p`).
+///
+/// # Safety
+/// `p` must point to `count` elements of `dt`.
+unsafe fn send_data(p: *const c_void, count: c_int, dt: MPI_Datatype) -> MpiResult<Vec<u8>> {
+    // SAFETY: forwarded from this function's contract.
+    Ok(unsafe { user_buf(p, count, dt)? }.as_slice().to_vec())
+}
+
+/// Copies `range` of `buf`, or fails if the buffer is shorter (a bug guard).
+fn slice_of(buf: &UserBuf, range: std::ops::Range<usize>) -> MpiResult<Vec<u8>> {
+    buf.as_slice()
+        .get(range)
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| MpiError::internal("in-place block outside the receive buffer"))
+}
+
+/// Fails with `MPI_ERR_TRUNCATE` unless this rank's send and receive sizes agree.
+fn same_len(send: usize, recv: usize) -> MpiResult<()> {
+    if send != recv {
+        return Err(MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!("this rank sends {send} bytes to itself but expects {recv}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a blocking collective: `start` posts it, then this waits.
+fn blocking(
+    name: &str,
+    comm: MPI_Comm,
+    start: impl FnOnce(&mut Engine) -> MpiResult<usize>,
+) -> c_int {
+    call(name, Some(comm), |e| {
+        let req = start(e)?;
+        e.finish_coll(req)
     })
+}
+
+/// Runs a nonblocking collective: `start` posts it and its handle goes to
+/// `*request`.
+///
+/// # Safety
+/// `request` is null or points to a writable `MPI_Request`.
+unsafe fn nonblocking(
+    name: &str,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    start: impl FnOnce(&mut Engine) -> MpiResult<usize>,
+) -> c_int {
+    call(name, Some(comm), |e| {
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        let req = start(e)?;
+        // SAFETY: checked non-null; writable per the contract.
+        unsafe { *request = handle_of(req) };
+        Ok(())
+    })
+}
+
+// ---- barrier and broadcast ------------------------------------------------
+
+mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
+    blocking("MPI_Barrier", comm, |e| e.ibarrier(comm_idx(comm)?))
 }}
+
+mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's request argument.
+    unsafe { nonblocking("MPI_Ibarrier", comm, request, |e| e.ibarrier(comm_idx(comm)?)) }
+}}
+
+/// # Safety
+/// `buffer` holds `count` elements of `datatype` until completion.
+unsafe fn bcast(
+    e: &mut Engine,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let ci = comm_idx(comm)?;
+    let root = check_root(e, ci, root)?;
+    // SAFETY: forwarded from this function's contract.
+    let b = unsafe { user_buf(buffer, count, datatype)? };
+    e.ibcast(ci, b, root)
+}
 
 mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    call("MPI_Bcast", Some(comm), |e| {
-        let ci = comm_idx(comm)?;
-        // SAFETY: the caller's buffer, valid for the call.
-        let b = unsafe { user_buf(buffer, count, datatype)? };
-        let root = check_root(e, ci, root)?;
-        e.bcast(ci, b, root)
-    })
+    // SAFETY: the caller's buffer, valid for the call.
+    blocking("MPI_Bcast", comm, |e| unsafe { bcast(e, buffer, count, datatype, root, comm) })
 }}
+
+mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffer valid until the request completes.
+    unsafe { nonblocking("MPI_Ibcast", comm, request, |e| bcast(e, buffer, count, datatype, root, comm)) }
+}}
+
+// ---- reduce and allreduce -------------------------------------------------
+
+/// # Safety
+/// The buffers hold `count` elements of `datatype` (where significant)
+/// until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let ci = comm_idx(comm)?;
+    let root = check_root(e, ci, root)?;
+    let is_root = e.comms.get(ci)?.rank == root;
+    let comb = combiner(datatype, op)?;
+    let out = if is_root {
+        not_in_place(recvbuf, "the receive buffer")?;
+        // SAFETY: the root's receive buffer, per the contract.
+        Some(unsafe { user_buf(recvbuf, count, datatype)? })
+    } else {
+        None
+    };
+    // MPI_IN_PLACE is only meaningful at the root, where the data is in recvbuf.
+    let data = match (in_place(sendbuf), &out) {
+        (true, Some(o)) => o.as_slice().to_vec(),
+        (true, None) => {
+            return Err(MpiError::new(
+                c::MPI_ERR_BUFFER,
+                "MPI_IN_PLACE is only valid at the root",
+            ))
+        }
+        // SAFETY: the send buffer, per the contract.
+        (false, _) => unsafe { send_data(sendbuf, count, datatype)? },
+    };
+    e.ireduce(ci, data, out, root, comb)
+}
 
 mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    call("MPI_Reduce", Some(comm), |e| {
-        let ci = comm_idx(comm)?;
-        let root = check_root(e, ci, root)?;
-        let is_root = e.comms.get(ci)?.rank == root;
-        let comb = combiner(datatype, op)?;
-        // SAFETY: the caller's buffers, valid for the call. MPI_IN_PLACE is
-        // only meaningful at the root, where the data is in recvbuf.
-        let (data, out) = unsafe {
-            let out = if is_root { Some(user_buf(recvbuf, count, datatype)?) } else { None };
-            let data = match (in_place(sendbuf), out) {
-                (true, Some(o)) if is_root => o.as_slice().to_vec(),
-                (true, _) => return Err(MpiError::new(c::MPI_ERR_BUFFER, "MPI_IN_PLACE is only valid at the root")),
-                (false, _) => user_buf(sendbuf, count, datatype)?.as_slice().to_vec(),
-            };
-            (data, out)
-        };
-        e.reduce(ci, data, out, root, comb)
-    })
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Reduce", comm, |e| unsafe { reduce(e, sendbuf, recvbuf, count, datatype, op, root, comm) })
 }}
 
+mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ireduce", comm, request, |e| reduce(e, sendbuf, recvbuf, count, datatype, op, root, comm)) }
+}}
+
+/// # Safety
+/// The buffers hold `count` elements of `datatype` until completion.
+unsafe fn allreduce(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let ci = comm_idx(comm)?;
+    let comb = combiner(datatype, op)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    // SAFETY: the receive buffer, per the contract.
+    let out = unsafe { user_buf(recvbuf, count, datatype)? };
+    let data = if in_place(sendbuf) {
+        out.as_slice().to_vec()
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, count, datatype)? }
+    };
+    e.iallreduce(ci, data, out, comb)
+}
+
 mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    call("MPI_Allreduce", Some(comm), |e| {
-        let ci = comm_idx(comm)?;
-        let comb = combiner(datatype, op)?;
-        // SAFETY: the caller's buffers, valid for the call.
-        let (data, out) = unsafe {
-            let out = user_buf(recvbuf, count, datatype)?;
-            let data = if in_place(sendbuf) { out.as_slice().to_vec() } else { user_buf(sendbuf, count, datatype)?.as_slice().to_vec() };
-            (data, out)
-        };
-        e.allreduce(ci, data, out, comb)
-    })
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Allreduce", comm, |e| unsafe { allreduce(e, sendbuf, recvbuf, count, datatype, op, comm) })
+}}
+
+mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iallreduce", comm, request, |e| allreduce(e, sendbuf, recvbuf, count, datatype, op, comm)) }
 }}

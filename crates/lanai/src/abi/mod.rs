@@ -17,13 +17,15 @@ pub mod types;
 pub mod userbuf;
 
 mod coll;
+mod comm;
 mod env;
+mod group;
 mod p2p;
 mod requests;
 
 pub use errors::unsupported;
 
-use crate::engine::comm;
+use crate::engine::comm::{SELF, WORLD};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::Status;
 use crate::engine::{Engine, TAG_UB};
@@ -31,11 +33,18 @@ use consts as c;
 use consts::{MPI_Comm, MPI_Datatype, MPI_Status};
 use userbuf::UserBuf;
 
-/// The engine's index for a communicator handle.
+/// The engine's index for a communicator handle. User communicators are
+/// `USER_COMM_BASE | index` (MPICH's "direct" kind); whether the index is
+/// live is checked by `Comms::get`.
 pub fn comm_idx(h: MPI_Comm) -> MpiResult<usize> {
     match h {
-        c::MPI_COMM_WORLD => Ok(comm::WORLD),
-        c::MPI_COMM_SELF => Ok(comm::SELF),
+        c::MPI_COMM_WORLD => Ok(WORLD),
+        c::MPI_COMM_SELF => Ok(SELF),
+        _ if h & !HANDLE_INDEX_MASK == USER_COMM_BASE
+            && (h & HANDLE_INDEX_MASK) as usize > SELF =>
+        {
+            Ok((h & HANDLE_INDEX_MASK) as usize)
+        }
         c::MPI_COMM_NULL => Err(MpiError::new(
             c::MPI_ERR_COMM,
             "invalid communicator MPI_COMM_NULL",
@@ -44,6 +53,20 @@ pub fn comm_idx(h: MPI_Comm) -> MpiResult<usize> {
             c::MPI_ERR_COMM,
             format!("invalid communicator 0x{:08x}", h as u32),
         )),
+    }
+}
+
+/// Kind and object bits of a user communicator handle.
+pub const USER_COMM_BASE: MPI_Comm = 0x8400_0000_u32 as MPI_Comm;
+/// Index bits of a handle.
+pub const HANDLE_INDEX_MASK: c_int = 0x03ff_ffff;
+
+/// The handle for an engine communicator index.
+pub fn comm_handle(idx: usize) -> MPI_Comm {
+    match idx {
+        WORLD => c::MPI_COMM_WORLD,
+        SELF => c::MPI_COMM_SELF,
+        i => USER_COMM_BASE | (i as c_int & HANDLE_INDEX_MASK),
     }
 }
 

@@ -7,14 +7,91 @@ use super::error::{MpiError, MpiResult};
 use super::request::{Op, Status};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
-use lanai_coll::{AllreduceAlgo, BarrierAlgo, BcastAlgo, Collective, Combine};
+use lanai_coll::{
+    AllgatherAlgo, AllreduceAlgo, BarrierAlgo, BcastAlgo, CollError, Collective, Combine, Layout,
+};
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
 use std::collections::HashMap;
 
 type Machine = Box<dyn Collective + Send>;
+/// A reduction operator as the engine carries it.
+pub type Combiner = Box<dyn Combine + Send>;
 /// A message for an instance not started yet: sender and payload.
 type EarlyMsg = (u32, Vec<u8>);
+
+/// One copy from a finished collective's result into the user's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Byte offset in the result.
+    pub src: usize,
+    /// Byte offset in the user's buffer.
+    pub dst: usize,
+    pub len: usize,
+}
+
+/// Where a collective's result lands: the whole result at offset 0, or only
+/// the listed pieces, so bytes MPI says are not ours stay untouched.
+#[derive(Debug, Clone)]
+pub struct CollOut {
+    buf: UserBuf,
+    pieces: Option<Vec<Piece>>,
+}
+
+impl CollOut {
+    /// The result goes to the start of `buf` (truncated to its length).
+    pub fn whole(buf: UserBuf) -> Self {
+        Self { buf, pieces: None }
+    }
+
+    /// Only the blocks of `layout` are copied, each to the same offset.
+    pub fn blocks(buf: UserBuf, layout: &Layout) -> Self {
+        Self {
+            buf,
+            pieces: Some(layout_pieces(layout)),
+        }
+    }
+
+    /// Copies `res` out (see `place`).
+    fn deliver(&self, res: &[u8]) {
+        match &self.pieces {
+            None => {
+                self.buf.write(res);
+            }
+            Some(pieces) => place(pieces, res, self.buf.as_mut_slice()),
+        }
+    }
+}
+
+/// One piece per non-empty block of `layout`, at the same offset both sides.
+fn layout_pieces(layout: &Layout) -> Vec<Piece> {
+    layout
+        .counts()
+        .iter()
+        .zip(layout.displs())
+        .filter(|(c, _)| **c > 0)
+        .map(|(&len, &d)| Piece {
+            src: d,
+            dst: d,
+            len,
+        })
+        .collect()
+}
+
+/// Copies each piece of `res` into `dst`; a piece reaching past either end
+/// is clipped (the ABI layer sized the buffer from the same layout, so that
+/// is a bug guard, not a user error).
+fn place(pieces: &[Piece], res: &[u8], dst: &mut [u8]) {
+    for p in pieces {
+        let len = p
+            .len
+            .min(res.len().saturating_sub(p.src))
+            .min(dst.len().saturating_sub(p.dst));
+        if len > 0 {
+            dst[p.dst..p.dst + len].copy_from_slice(&res[p.src..p.src + len]);
+        }
+    }
+}
 
 struct Instance {
     ctx: u32,
@@ -23,8 +100,8 @@ struct Instance {
     map: RankMap,
     machine: Machine,
     req: usize,
-    /// Where the result goes (bcast, reduce root, allreduce).
-    out: Option<UserBuf>,
+    /// Where the result goes, written when the instance completes.
+    out: Option<CollOut>,
     error: Option<String>,
 }
 
@@ -71,8 +148,23 @@ impl Colls {
     }
 }
 
-fn coll_err(e: impl std::fmt::Display) -> MpiError {
-    MpiError::new(crate::abi::consts::MPI_ERR_OTHER, e.to_string())
+/// A machine refused its arguments: mostly counts that do not add up, which
+/// the caller can cause, so they get the MPI class that names the cause.
+fn coll_err(e: CollError) -> MpiError {
+    use crate::abi::consts as c;
+    let class = match e {
+        CollError::LocalLengthMismatch { .. } | CollError::DataLengthMismatch { .. } => {
+            c::MPI_ERR_TRUNCATE
+        }
+        CollError::BlockBeyondBuffer { .. } | CollError::CountsLengthMismatch { .. } => {
+            c::MPI_ERR_ARG
+        }
+        CollError::SizeOverflow | CollError::NotWholeElements { .. } => c::MPI_ERR_COUNT,
+        CollError::RootOutOfRange { .. } => c::MPI_ERR_ROOT,
+        CollError::Op(_) => c::MPI_ERR_OP,
+        _ => c::MPI_ERR_OTHER,
+    };
+    MpiError::new(class, e.to_string())
 }
 
 /// Collective algorithms chosen by knobs, read once at `MPI_Init`.
@@ -115,13 +207,34 @@ impl Algorithms {
     }
 }
 
+/// Status of a completed collective request: it involved no one message.
+fn coll_status() -> Status {
+    use crate::abi::consts as c;
+    Status {
+        source: c::MPI_ANY_SOURCE,
+        tag: c::MPI_ANY_TAG,
+        ..Status::default()
+    }
+}
+
 impl Engine {
-    /// Starts a collective instance on `comm` with `machine`.
+    /// Starts a collective instance on `comm` with `machine`; its whole
+    /// result goes to `out`. Returns the request index.
     pub fn start_coll(
         &mut self,
         comm: usize,
         machine: Machine,
         out: Option<UserBuf>,
+    ) -> MpiResult<usize> {
+        self.start_coll_to(comm, machine, out.map(CollOut::whole))
+    }
+
+    /// Starts a collective instance whose result is placed as `out` says.
+    pub fn start_coll_to(
+        &mut self,
+        comm: usize,
+        machine: Machine,
+        out: Option<CollOut>,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
@@ -186,10 +299,10 @@ impl Engine {
             }
             if inst.machine.is_done() {
                 let mut inst = self.st.colls.active.swap_remove(i);
-                if let (Some(buf), Some(res)) = (inst.out, inst.machine.take_result()) {
-                    buf.write(&res);
+                if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {
+                    out.deliver(&res);
                 }
-                self.st.reqs.complete(inst.req, Status::default());
+                self.st.reqs.complete(inst.req, coll_status());
                 did = true;
             } else {
                 i += 1;
@@ -198,35 +311,52 @@ impl Engine {
         Ok(did)
     }
 
-    fn run_coll(&mut self, comm: usize, machine: Machine, out: Option<UserBuf>) -> MpiResult<()> {
-        let req = self.start_coll(comm, machine, out)?;
+    /// Waits for the collective request `req` and releases it.
+    pub fn finish_coll(&mut self, req: usize) -> MpiResult<()> {
         self.wait(req)?;
         self.st.reqs.remove(req);
         Ok(())
     }
 
-    pub fn barrier(&mut self, comm: usize) -> MpiResult<()> {
+    /// (rank, size) in `comm`.
+    fn rank_size(&self, comm: usize) -> MpiResult<(u32, u32)> {
         let cm = self.comms.get(comm)?;
+        Ok((cm.rank, cm.size))
+    }
+
+    pub fn barrier(&mut self, comm: usize) -> MpiResult<()> {
+        let req = self.ibarrier(comm)?;
+        self.finish_coll(req)
+    }
+
+    pub fn ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
         let algo = self
             .settings
             .algos
             .barrier
             .unwrap_or(BarrierAlgo::Dissemination);
-        let m = lanai_coll::barrier(cm.rank, cm.size, algo).map_err(coll_err)?;
-        self.run_coll(comm, m, None)
+        let m = lanai_coll::barrier(rank, size, algo).map_err(coll_err)?;
+        self.start_coll(comm, m, None)
     }
 
     pub fn bcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<()> {
-        let cm = self.comms.get(comm)?;
-        let data = if cm.rank == root {
+        let req = self.ibcast(comm, buf, root)?;
+        self.finish_coll(req)
+    }
+
+    /// Broadcast of `buf` from `root`; non-roots' `buf` is written at completion.
+    pub fn ibcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let data = if rank == root {
             buf.as_slice().to_vec()
         } else {
             vec![0; buf.len()]
         };
-        let m = lanai_coll::bcast(cm.rank, cm.size, root, data, self.settings.algos.bcast)
+        let m = lanai_coll::bcast(rank, size, root, data, self.settings.algos.bcast)
             .map_err(coll_err)?;
-        let out = (cm.rank != root).then_some(buf);
-        self.run_coll(comm, m, out)
+        let out = (rank != root).then_some(buf);
+        self.start_coll(comm, m, out)
     }
 
     /// Reduce to `root`; `out` is the root's receive buffer.
@@ -236,11 +366,23 @@ impl Engine {
         data: Vec<u8>,
         out: Option<UserBuf>,
         root: u32,
-        op: Box<dyn Combine + Send>,
+        op: Combiner,
     ) -> MpiResult<()> {
-        let cm = self.comms.get(comm)?;
-        let m = lanai_coll::Reduce::new(cm.rank, cm.size, root, data, op).map_err(coll_err)?;
-        self.run_coll(comm, Box::new(m), out)
+        let req = self.ireduce(comm, data, out, root, op)?;
+        self.finish_coll(req)
+    }
+
+    pub fn ireduce(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: u32,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Reduce::new(rank, size, root, data, op).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), out)
     }
 
     pub fn allreduce(
@@ -248,12 +390,206 @@ impl Engine {
         comm: usize,
         data: Vec<u8>,
         out: UserBuf,
-        op: Box<dyn Combine + Send>,
+        op: Combiner,
     ) -> MpiResult<()> {
-        let cm = self.comms.get(comm)?;
-        let algo = self.settings.algos.allreduce;
-        let algo = algo.resolve(cm.size, data.len());
-        let m = lanai_coll::allreduce(cm.rank, cm.size, data, op, algo).map_err(coll_err)?;
-        self.run_coll(comm, m, Some(out))
+        let req = self.iallreduce(comm, data, out, op)?;
+        self.finish_coll(req)
+    }
+
+    pub fn iallreduce(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let algo = self.settings.algos.allreduce.resolve(size, data.len());
+        let m = lanai_coll::allreduce(rank, size, data, op, algo).map_err(coll_err)?;
+        self.start_coll(comm, m, Some(out))
+    }
+
+    /// Gather of equal blocks (`data` on every rank) into the root's `out`.
+    pub fn igather(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: u32,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Gather::new(rank, size, root, data).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), out)
+    }
+
+    /// Gather into the blocks `recv` of the root's `out` (`recv` read only
+    /// on the root, where `out` is `Some`).
+    pub fn igatherv(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        recv: &Layout,
+        out: Option<UserBuf>,
+        root: u32,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Gatherv::new(rank, size, root, data, recv).map_err(coll_err)?;
+        let out = out.map(|b| CollOut::blocks(b, recv));
+        self.start_coll_to(comm, Box::new(m), out)
+    }
+
+    /// Scatter of `block`-byte blocks from the root's `data` (empty elsewhere).
+    pub fn iscatter(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        block: usize,
+        out: Option<UserBuf>,
+        root: u32,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Scatter::new(rank, size, root, data, block).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), out)
+    }
+
+    /// Scatter of the blocks `send` of the root's `data`; each rank receives
+    /// `recv_len` bytes into `out`.
+    pub fn iscatterv(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        send: &Layout,
+        recv_len: usize,
+        out: Option<UserBuf>,
+        root: u32,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m =
+            lanai_coll::Scatterv::new(rank, size, root, data, send, recv_len).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), out)
+    }
+
+    /// Allgather of equal blocks into `out` (all blocks in rank order).
+    pub fn iallgather(&mut self, comm: usize, data: Vec<u8>, out: UserBuf) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m =
+            lanai_coll::Allgather::new(rank, size, data, AllgatherAlgo::Auto).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), Some(out))
+    }
+
+    /// Allgather into the blocks `recv` of `out`.
+    pub fn iallgatherv(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        recv: &Layout,
+        out: UserBuf,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Allgatherv::new(rank, size, data, recv).map_err(coll_err)?;
+        self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
+    }
+
+    /// All-to-all: block `send.block(p)` of `data` goes to rank `p`; rank
+    /// `p`'s bytes land in `recv.block(p)` of `out`. Serves alltoall, -v and -w.
+    pub fn ialltoallv(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        send: &Layout,
+        recv: &Layout,
+        out: UserBuf,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Alltoallv::new(rank, size, data, send, recv).map_err(coll_err)?;
+        self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
+    }
+
+    /// Reduce-scatter: `data` holds `counts[p]` bytes per rank `p` back to
+    /// back; this rank's reduced block goes to `out`.
+    pub fn ireduce_scatter(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        counts: &[usize],
+        out: UserBuf,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::ReduceScatter::new(rank, size, data, counts, op).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), Some(out))
+    }
+
+    /// Reduce-scatter of `size` equal blocks of `data`.
+    pub fn ireduce_scatter_block(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::ReduceScatterBlock::new(rank, size, data, op).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), Some(out))
+    }
+
+    /// Inclusive prefix reduction into `out`.
+    pub fn iscan(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Scan::new(rank, size, data, op).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), Some(out))
+    }
+
+    /// Exclusive prefix reduction into `out`; rank 0's `out` is left alone.
+    pub fn iexscan(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+    ) -> MpiResult<usize> {
+        let (rank, size) = self.rank_size(comm)?;
+        let m = lanai_coll::Exscan::new(rank, size, data, op).map_err(coll_err)?;
+        self.start_coll(comm, Box::new(m), Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_touch_only_their_blocks() {
+        // Blocks of 2 and 3 bytes with a gap, and an empty one.
+        let layout = Layout::new(vec![2, 0, 3], vec![5, 1, 0]).unwrap();
+        let res: Vec<u8> = (10..17).collect();
+        let mut dst = [0xEEu8; 9];
+        place(&layout_pieces(&layout), &res, &mut dst);
+        assert_eq!(dst, [10, 11, 12, 0xEE, 0xEE, 15, 16, 0xEE, 0xEE]);
+    }
+
+    #[test]
+    fn pieces_past_either_end_are_clipped() {
+        let mut dst = [0u8; 4];
+        let pieces = [
+            Piece {
+                src: 0,
+                dst: 3,
+                len: 3,
+            },
+            Piece {
+                src: 9,
+                dst: 0,
+                len: 2,
+            },
+        ];
+        place(&pieces, &[1, 2, 3, 4], &mut dst);
+        assert_eq!(dst, [0, 0, 0, 1]);
     }
 }

@@ -1,6 +1,22 @@
-//! Communicators: context ids, rank translation, error handlers.
+//! Communicators: context ids, rank translation, error handlers, and the
+//! collective creation calls (dup, split, create).
+//!
+//! # Context ids
+//! Each communicator takes two consecutive ids (p2p `ctx`, collectives
+//! `ctx + 1`), i.e. one *slot* `ctx / 2`. Every process keeps a bitmask of its
+//! free slots; the members of a new communicator agree on one with a bitwise
+//! AND allreduce of their masks over the parent and take the lowest common
+//! free slot. Creation calls block until agreement, and a process makes its
+//! contribution only after its previous creation finished, so two
+//! communicators sharing a member can never get the same slot.
 
 use super::error::{MpiError, MpiResult};
+use super::group::{Group, Groups};
+use super::Engine;
+use crate::abi::consts as c;
+use lanai_coll::{CollError, Collective, Outgoing};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// How a communicator's ranks map to world ranks.
 #[derive(Debug, Clone)]
@@ -24,6 +40,8 @@ pub struct Comm {
     pub coll_seq: u32,
     /// An `MPI_ANY_SOURCE` receive has already connected every remote member.
     pub all_connected: bool,
+    /// Set by `MPI_Comm_set_name`; `None` means the default name.
+    pub name: Option<String>,
 }
 
 impl Comm {
@@ -45,15 +63,52 @@ impl Comm {
         }
         Ok(r as u32)
     }
+
+    /// World ranks of the members, in comm-rank order.
+    pub fn members(&self) -> Vec<u32> {
+        (0..self.size).map(|r| self.world_rank(r)).collect()
+    }
+
+    /// A communicator derived from this one: same handler, fresh sequence.
+    fn derive(&self, ctx: u32, rank: u32, members: Vec<u32>) -> Comm {
+        Comm {
+            ctx,
+            rank,
+            size: members.len() as u32,
+            map: RankMap::List(members),
+            errhandler: self.errhandler,
+            coll_seq: 0,
+            all_connected: false,
+            name: None,
+        }
+    }
 }
 
 /// Index of `MPI_COMM_WORLD` and `MPI_COMM_SELF` in the table.
 pub const WORLD: usize = 0;
 pub const SELF: usize = 1;
 
-#[derive(Debug, Default)]
+/// Context-id slots (communicators alive at once in one process).
+const CTX_SLOTS: usize = 4096;
+const MASK_BYTES: usize = CTX_SLOTS / 8;
+/// Context ids at or above this are temporary (see `create_group`).
+const TEMP_CTX_BASE: u32 = 0x8000_0000;
+
+#[derive(Debug)]
 pub struct Comms {
     table: Vec<Option<Comm>>,
+    /// Bit `s` of byte `s / 8` set: slot `s` (ids `2s`, `2s + 1`) is free.
+    free_slots: Vec<u8>,
+    /// `MPI_Comm_create_group` calls so far, by (parent, tag, group) hash.
+    create_group_calls: HashMap<u64, u32>,
+    /// User groups (`MPI_Group` handles).
+    pub groups: Groups,
+}
+
+impl Default for Comms {
+    fn default() -> Self {
+        Self::new(0, 1, c::MPI_ERRORS_ARE_FATAL)
+    }
 }
 
 impl Comms {
@@ -66,6 +121,7 @@ impl Comms {
             errhandler,
             coll_seq: 0,
             all_connected: false,
+            name: None,
         };
         let me = Comm {
             ctx: 2,
@@ -74,8 +130,14 @@ impl Comms {
             map: RankMap::List(vec![world_rank]),
             ..world.clone()
         };
+        let mut free_slots = vec![0xff; MASK_BYTES];
+        // Slots 0 and 1 (ids 0..=3) belong to WORLD and SELF.
+        free_slots[0] = 0xfc;
         Self {
             table: vec![Some(world), Some(me)],
+            free_slots,
+            create_group_calls: HashMap::new(),
+            groups: Groups::default(),
         }
     }
 
@@ -91,5 +153,375 @@ impl Comms {
             .get_mut(idx)
             .and_then(Option::as_mut)
             .ok_or_else(MpiError::comm)
+    }
+
+    /// Adds a communicator; returns its index (never WORLD or SELF).
+    pub fn insert(&mut self, comm: Comm) -> usize {
+        match self.table.iter().skip(2).position(Option::is_none) {
+            Some(i) => {
+                self.table[i + 2] = Some(comm);
+                i + 2
+            }
+            None => {
+                self.table.push(Some(comm));
+                self.table.len() - 1
+            }
+        }
+    }
+
+    /// `MPI_Comm_free`: drops the communicator and returns its context slot
+    /// to the local mask.
+    pub fn free(&mut self, idx: usize) -> MpiResult<()> {
+        if idx == WORLD || idx == SELF {
+            return Err(MpiError::new(
+                c::MPI_ERR_COMM,
+                "cannot free a predefined communicator",
+            ));
+        }
+        let comm = self
+            .table
+            .get_mut(idx)
+            .and_then(Option::take)
+            .ok_or_else(MpiError::comm)?;
+        self.release_ctx(comm.ctx);
+        Ok(())
+    }
+
+    /// Communicators currently allocated, WORLD and SELF included.
+    pub fn live(&self) -> usize {
+        self.table.iter().filter(|c| c.is_some()).count()
+    }
+
+    fn release_ctx(&mut self, ctx: u32) {
+        let slot = (ctx / 2) as usize;
+        if ctx < TEMP_CTX_BASE && (2..CTX_SLOTS).contains(&slot) {
+            self.free_slots[slot / 8] |= 1 << (slot % 8);
+        }
+    }
+
+    fn take_slot(&mut self, slot: usize) {
+        self.free_slots[slot / 8] &= !(1 << (slot % 8));
+    }
+
+    /// The default name of a communicator.
+    pub fn name_of(&self, idx: usize) -> MpiResult<String> {
+        let comm = self.get(idx)?;
+        Ok(match (&comm.name, idx) {
+            (Some(n), _) => n.clone(),
+            (None, WORLD) => "MPI_COMM_WORLD".into(),
+            (None, SELF) => "MPI_COMM_SELF".into(),
+            (None, _) => String::new(),
+        })
+    }
+
+    /// `MPI_Comm_compare`'s result for two live communicators.
+    pub fn compare(&self, a: usize, b: usize) -> MpiResult<i32> {
+        let (ca, cb) = (self.get(a)?, self.get(b)?);
+        if a == b {
+            return Ok(c::MPI_IDENT);
+        }
+        Ok(
+            match super::group::compare_members(&ca.members(), &cb.members()) {
+                c::MPI_IDENT => c::MPI_CONGRUENT,
+                other => other,
+            },
+        )
+    }
+}
+
+/// Lowest slot set in `mask`.
+fn lowest_free(mask: &[u8]) -> Option<usize> {
+    mask.iter()
+        .enumerate()
+        .find(|(_, &b)| b != 0)
+        .map(|(i, &b)| i * 8 + b.trailing_zeros() as usize)
+}
+
+/// FNV-1a, so every process names a temporary instance identically.
+fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+type Slot = Arc<Mutex<Option<Vec<u8>>>>;
+
+/// Wraps a machine to keep its result for the engine's own use: the driver
+/// writes results only to user buffers, which internal calls don't have.
+struct Capture {
+    inner: Box<dyn Collective + Send>,
+    slot: Slot,
+}
+
+impl Collective for Capture {
+    fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
+        self.inner.handle_message(from, data)
+    }
+    fn poll_send(&mut self) -> Option<Outgoing> {
+        let out = self.inner.poll_send();
+        // The driver polls to exhaustion before asking `is_done`, so the
+        // result is taken before the instance is retired.
+        if out.is_none() && self.inner.is_done() {
+            if let Ok(mut s) = self.slot.lock() {
+                if s.is_none() {
+                    *s = self.inner.take_result();
+                }
+            }
+        }
+        out
+    }
+    fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+}
+
+fn coll_err(e: CollError) -> MpiError {
+    MpiError::internal(format!("communicator creation: {e}"))
+}
+
+impl Engine {
+    /// Runs `machine` on `comm` to completion and returns its result.
+    fn run_internal(
+        &mut self,
+        comm: usize,
+        machine: Box<dyn Collective + Send>,
+    ) -> MpiResult<Vec<u8>> {
+        let slot: Slot = Arc::default();
+        let m = Capture {
+            inner: machine,
+            slot: slot.clone(),
+        };
+        let req = self.start_coll(comm, Box::new(m), None)?;
+        let waited = self.wait(req);
+        self.st.reqs.remove(req);
+        waited?;
+        let res = slot.lock().ok().and_then(|mut s| s.take());
+        res.ok_or_else(|| MpiError::internal("communicator creation: collective gave no result"))
+    }
+
+    /// Allgather of `data` (equal length everywhere) over `comm`.
+    fn allgather_internal(&mut self, comm: usize, data: Vec<u8>) -> MpiResult<Vec<u8>> {
+        let cm = self.comms.get(comm)?;
+        let m = lanai_coll::Allgather::new(cm.rank, cm.size, data, lanai_coll::AllgatherAlgo::Auto)
+            .map_err(coll_err)?;
+        self.run_internal(comm, Box::new(m))
+    }
+
+    /// Agrees with the other members of `comm` on a context id free at all
+    /// of them. Members that will not join the new communicator (`join`
+    /// false) take part but keep the id free.
+    fn agree_ctx(&mut self, comm: usize, join: bool) -> MpiResult<u32> {
+        let cm = self.comms.get(comm)?;
+        let band = lanai_coll::Predefined::new(lanai_coll::Op::Band, lanai_coll::Elem::U8)
+            .map_err(|e| MpiError::internal(e.to_string()))?;
+        let m = lanai_coll::allreduce(
+            cm.rank,
+            cm.size,
+            self.comms.free_slots.clone(),
+            band,
+            self.settings.algos.allreduce,
+        )
+        .map_err(coll_err)?;
+        let mask = self.run_internal(comm, m)?;
+        let slot = lowest_free(&mask).ok_or_else(|| {
+            MpiError::other(format!(
+                "out of context ids: {} communicators exist at once",
+                CTX_SLOTS
+            ))
+        })?;
+        if join {
+            self.comms.take_slot(slot);
+        }
+        Ok(slot as u32 * 2)
+    }
+
+    /// `MPI_Comm_dup`: same group, new context, handler inherited.
+    pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
+        let ctx = self.agree_ctx(parent, true)?;
+        let p = self.comms.get(parent)?;
+        let new = p.derive(ctx, p.rank, p.members());
+        Ok(self.comms.insert(new))
+    }
+
+    /// `MPI_Comm_split`: `None` for `MPI_UNDEFINED` colour.
+    pub fn comm_split(&mut self, parent: usize, color: i32, key: i32) -> MpiResult<Option<usize>> {
+        if color < 0 && color != c::MPI_UNDEFINED {
+            return Err(MpiError::new(
+                c::MPI_ERR_ARG,
+                format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)"),
+            ));
+        }
+        let mut mine = color.to_le_bytes().to_vec();
+        mine.extend_from_slice(&key.to_le_bytes());
+        let all = self.allgather_internal(parent, mine)?;
+        let join = color != c::MPI_UNDEFINED;
+        let ctx = self.agree_ctx(parent, join)?;
+        if !join {
+            return Ok(None);
+        }
+        let p = self.comms.get(parent)?;
+        // (key, parent rank) of every member of my colour, in new rank order.
+        let mut picked: Vec<(i32, u32)> = all
+            .chunks_exact(8)
+            .enumerate()
+            .filter_map(|(r, ch)| {
+                let col = i32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
+                let k = i32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]);
+                (col == color).then_some((k, r as u32))
+            })
+            .collect();
+        picked.sort_unstable();
+        let rank = picked
+            .iter()
+            .position(|&(_, r)| r == p.rank)
+            .ok_or_else(|| MpiError::internal("MPI_Comm_split: own entry missing"))?;
+        let members = picked.iter().map(|&(_, r)| p.world_rank(r)).collect();
+        let new = p.derive(ctx, rank as u32, members);
+        Ok(Some(self.comms.insert(new)))
+    }
+
+    /// `MPI_Comm_split_type`. `MPI_COMM_TYPE_SHARED` groups the ranks of one
+    /// (possibly emulated) node; the hardware types find no finer level
+    /// than that here and give `MPI_COMM_NULL`, as the standard allows.
+    pub fn comm_split_type(
+        &mut self,
+        parent: usize,
+        split_type: i32,
+        key: i32,
+    ) -> MpiResult<Option<usize>> {
+        let color = match split_type {
+            c::MPI_COMM_TYPE_SHARED => self.job.my_node() as i32,
+            c::MPI_UNDEFINED | c::MPI_COMM_TYPE_HW_GUIDED | c::MPI_COMM_TYPE_HW_UNGUIDED => {
+                c::MPI_UNDEFINED
+            }
+            other => {
+                return Err(MpiError::new(
+                    c::MPI_ERR_ARG,
+                    format!("unsupported split type {other}"),
+                ))
+            }
+        };
+        self.comm_split(parent, color, key)
+    }
+
+    /// Checks that every member of `g` belongs to `comm`.
+    fn check_subgroup(&self, comm: usize, g: &Group) -> MpiResult<()> {
+        let members = self.comms.get(comm)?.members();
+        match g.members.iter().find(|w| !members.contains(w)) {
+            Some(w) => Err(MpiError::new(
+                c::MPI_ERR_GROUP,
+                format!("group member (world rank {w}) is not in the communicator"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `MPI_Comm_create`: collective over `parent`; `None` for non-members.
+    /// Disjoint groups at different processes are allowed (MPI-2.2).
+    pub fn comm_create(&mut self, parent: usize, g: &Group) -> MpiResult<Option<usize>> {
+        self.check_subgroup(parent, g)?;
+        let me = self.job.rank;
+        let my_rank = g.rank_of(me);
+        let ctx = self.agree_ctx(parent, my_rank.is_some())?;
+        let Some(rank) = my_rank else {
+            return Ok(None);
+        };
+        let new = self.comms.get(parent)?.derive(ctx, rank, g.members.clone());
+        Ok(Some(self.comms.insert(new)))
+    }
+
+    /// `MPI_Comm_create_group`: collective over the group's members only.
+    /// They agree over a temporary communicator whose collective instance is
+    /// named by a hash of (parent, tag, group, how many such calls came
+    /// before), so concurrent calls by other groups cannot mix with it.
+    pub fn comm_create_group(&mut self, parent: usize, g: &Group, tag: i32) -> MpiResult<usize> {
+        self.check_subgroup(parent, g)?;
+        let rank = g.rank_of(self.job.rank).ok_or_else(|| {
+            MpiError::new(c::MPI_ERR_GROUP, "the calling process is not in the group")
+        })?;
+        let pctx = self.comms.get(parent)?.ctx;
+        let base = fnv1a(
+            [pctx, tag as u32, g.size()]
+                .into_iter()
+                .chain(g.members.iter().copied()),
+        );
+        let n = self.comms.create_group_calls.entry(base).or_insert(0);
+        let call = *n;
+        *n += 1;
+        let h = fnv1a([base as u32, (base >> 32) as u32, call]);
+        let tmp_ctx = TEMP_CTX_BASE | ((h >> 32) as u32 & 0x7fff_fffe);
+        let mut tmp = self
+            .comms
+            .get(parent)?
+            .derive(tmp_ctx, rank, g.members.clone());
+        tmp.coll_seq = h as u32;
+        let tmp_idx = self.comms.insert(tmp);
+        let agreed = self.agree_ctx(tmp_idx, true);
+        // The temporary id is not in the mask, so freeing releases nothing.
+        self.comms.free(tmp_idx)?;
+        let ctx = agreed?;
+        let new = self.comms.get(parent)?.derive(ctx, rank, g.members.clone());
+        Ok(self.comms.insert(new))
+    }
+
+    /// `MPI_Comm_group`.
+    pub fn comm_group(&self, comm: usize) -> MpiResult<Group> {
+        Ok(Group::new(self.comms.get(comm)?.members()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_taken_and_released() {
+        let mut t = Comms::new(0, 4, c::MPI_ERRORS_RETURN);
+        assert_eq!(lowest_free(&t.free_slots), Some(2));
+        t.take_slot(2);
+        assert_eq!(lowest_free(&t.free_slots), Some(3));
+        let w = t.get(WORLD).unwrap().clone();
+        let i = t.insert(w.derive(4, 0, vec![0, 1]));
+        assert!(i >= 2);
+        t.free(i).unwrap();
+        assert_eq!(lowest_free(&t.free_slots), Some(2));
+        assert!(t.free(WORLD).is_err());
+        assert!(t.free(i).is_err());
+    }
+
+    #[test]
+    fn and_of_masks_picks_lowest_common_slot() {
+        let mut a = Comms::new(0, 2, 0);
+        let mut b = Comms::new(1, 2, 0);
+        a.take_slot(2);
+        b.take_slot(3);
+        let and: Vec<u8> = a
+            .free_slots
+            .iter()
+            .zip(&b.free_slots)
+            .map(|(x, y)| x & y)
+            .collect();
+        assert_eq!(lowest_free(&and), Some(4));
+    }
+
+    #[test]
+    fn compare_and_names() {
+        let mut t = Comms::new(1, 3, 0);
+        let w = t.get(WORLD).unwrap().clone();
+        let dup = t.insert(w.derive(4, 1, vec![0, 1, 2]));
+        let rev = t.insert(w.derive(6, 1, vec![2, 1, 0]));
+        let sub = t.insert(w.derive(8, 0, vec![1]));
+        assert_eq!(t.compare(WORLD, WORLD).unwrap(), c::MPI_IDENT);
+        assert_eq!(t.compare(WORLD, dup).unwrap(), c::MPI_CONGRUENT);
+        assert_eq!(t.compare(WORLD, rev).unwrap(), c::MPI_SIMILAR);
+        assert_eq!(t.compare(WORLD, sub).unwrap(), c::MPI_UNEQUAL);
+        assert_eq!(t.name_of(WORLD).unwrap(), "MPI_COMM_WORLD");
+        assert_eq!(t.name_of(SELF).unwrap(), "MPI_COMM_SELF");
+        assert_eq!(t.name_of(dup).unwrap(), "");
     }
 }

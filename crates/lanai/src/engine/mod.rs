@@ -9,6 +9,7 @@ pub mod comm;
 pub mod delivery;
 pub mod doorbell;
 pub mod error;
+pub mod group;
 pub mod matching;
 pub mod net;
 mod p2p;
@@ -33,12 +34,21 @@ use std::time::{Duration, Instant};
 pub struct Settings {
     pub eager_limit: usize,
     pub single_copy: bool,
-    pub spin: u32,
+    pub spin: Spin,
     pub oversubscribed: bool,
     pub stats: bool,
     pub debug: bool,
     pub static_connect: bool,
     pub algos: coll::Algorithms,
+}
+
+/// How long a waiting rank polls before it sleeps.
+#[derive(Debug, Clone, Copy)]
+pub enum Spin {
+    /// A number of idle polls (oversubscribed nodes, or `LANAI_SPIN=<n>`).
+    Polls(u32),
+    /// Idle time (a rank with a core of its own).
+    Time(Duration),
 }
 
 /// Tag upper bound advertised through `MPI_TAG_UB`.
@@ -111,11 +121,11 @@ impl Engine {
                 }
             },
             spin: match spin_knob.as_str() {
-                "auto" if oversubscribed => 50,
-                "auto" => 20_000,
-                n => n.parse().map_err(|_| {
+                "auto" if oversubscribed => Spin::Polls(50),
+                "auto" => Spin::Time(Duration::from_millis(20)),
+                n => Spin::Polls(n.parse().map_err(|_| {
                     MpiError::other(format!("LANAI_SPIN={n:?}: expected 'auto' or a count"))
-                })?,
+                })?),
             },
             oversubscribed,
             stats: knobs::get_bool(&knobs::STATS),
@@ -363,8 +373,8 @@ impl Engine {
         });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
         lanai_common::say!(
-            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}",
-            self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes
+            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {})",
+            self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes, k.sleeps, k.sleep_timeouts
         );
     }
 

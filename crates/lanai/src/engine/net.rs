@@ -29,6 +29,10 @@ pub struct Counters {
     pub shm_bytes: u64,
     pub self_msgs: u64,
     pub self_bytes: u64,
+    /// Times a waiting rank went to sleep, and sleeps that ended by timeout
+    /// rather than a wake-up (a high share means lost or late wake-ups).
+    pub sleeps: u64,
+    pub sleep_timeouts: u64,
 }
 
 #[derive(Debug)]

@@ -4,6 +4,7 @@
 use super::error::{MpiError, MpiResult};
 use super::net::{self, Net};
 use super::Engine;
+use super::Spin;
 use std::time::{Duration, Instant};
 
 impl Engine {
@@ -76,6 +77,7 @@ impl Engine {
 
     /// Sleeps until a peer wakes us or `timeout` passes.
     fn block(&mut self, timeout: Duration) -> MpiResult<()> {
+        self.net.counters.sleeps += 1;
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(true);
         }
@@ -96,10 +98,13 @@ impl Engine {
             } else if let Some(d) = self.net.doorbell.as_ref() {
                 let mut fds = [nix::poll::PollFd::new(d.fd(), nix::poll::PollFlags::POLLIN)];
                 let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-                let _ = nix::poll::poll(
+                let n = nix::poll::poll(
                     &mut fds,
                     nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX),
                 );
+                if n == Ok(0) {
+                    self.net.counters.sleep_timeouts += 1;
+                }
             } else {
                 std::thread::yield_now();
             }
@@ -144,13 +149,27 @@ impl Engine {
         mut done: impl FnMut(&mut Self) -> MpiResult<bool>,
     ) -> MpiResult<()> {
         let mut idle = 0u32;
+        let mut idle_since: Option<Instant> = None;
         while !done(self)? {
             if self.progress(false)? {
                 idle = 0;
+                idle_since = None;
                 continue;
             }
             idle += 1;
-            if idle < self.settings.spin {
+            let spun_enough = match self.settings.spin {
+                // Time-based: a waiting rank with a core of its own keeps it
+                // for a while (as busy-polling MPIs do) but never for long.
+                Spin::Time(limit) => {
+                    idle.is_multiple_of(256)
+                        && idle_since.get_or_insert_with(Instant::now).elapsed() >= limit
+                }
+                Spin::Polls(n) => idle >= n,
+            };
+            if !spun_enough {
+                // With a core of its own a rank spins without yielding: a
+                // yield or a sleep can cost a whole time slice when other
+                // work shares the machine. Oversubscribed ranks yield.
                 if self.settings.oversubscribed {
                     std::thread::yield_now();
                 } else {
@@ -162,6 +181,7 @@ impl Engine {
                 self.block(Duration::from_millis(100))?;
             }
             idle = 0;
+            idle_since = None;
         }
         Ok(())
     }

@@ -1,0 +1,258 @@
+//! Every rank to every rank: allgather and alltoall, with equal blocks, with
+//! per-rank counts and (alltoallw) with per-rank datatypes.
+
+use super::{
+    block_bytes, blocking, bytes_buf, comm_info, in_place, int_array, layout_v, layout_w,
+    nonblocking, not_in_place, same_len, send_data, slice_of, type_array,
+};
+use crate::abi::consts as c;
+use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::Engine;
+use crate::mpi_fn;
+use lanai_coll::Layout;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    let (blk, all) = block_bytes(recvcount, recvtype, size)?;
+    // SAFETY: the receive buffer holds `size * recvcount` elements.
+    let out = unsafe { bytes_buf(recvbuf, all)? };
+    let data = if in_place(sendbuf) {
+        let at = rank as usize * blk;
+        slice_of(&out, at..at + blk)?
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+    };
+    same_len(data.len(), blk)?;
+    e.iallgather(ci, data, out)
+}
+
+mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Allgather", comm, |e| unsafe { allgather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
+}}
+
+mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iallgather", comm, request, |e| allgather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) }
+}}
+
+/// # Safety
+/// The buffers and arrays are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    // SAFETY: the arrays have one entry per rank.
+    let (counts, displs) = unsafe {
+        (
+            int_array(recvcounts, size, "recvcounts")?,
+            int_array(displs, size, "displs")?,
+        )
+    };
+    let recv = layout_v(counts, displs, recvtype)?;
+    // SAFETY: the receive buffer covers every block.
+    let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
+    let data = if in_place(sendbuf) {
+        slice_of(&out, recv.block(rank))?
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+    };
+    same_len(data.len(), recv.block(rank).len())?;
+    e.iallgatherv(ci, data, &recv, out)
+}
+
+mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Allgatherv", comm, |e| unsafe { allgatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) })
+}}
+
+mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iallgatherv", comm, request, |e| allgatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)) }
+}}
+
+/// Starts an all-to-all once the receive side is known: with MPI_IN_PLACE
+/// the send data is the receive buffer itself, laid out as `recv`.
+///
+/// # Safety
+/// `recvbuf` covers `recv` and `sendbuf` (unless MPI_IN_PLACE) covers the
+/// layout `send` builds, until completion.
+unsafe fn alltoall_start(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    send: impl FnOnce() -> MpiResult<Layout>,
+    recvbuf: *mut c_void,
+    recv: Layout,
+) -> MpiResult<usize> {
+    not_in_place(recvbuf, "the receive buffer")?;
+    // SAFETY: per the contract.
+    let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
+    let (data, send) = if in_place(sendbuf) {
+        (out.as_slice().to_vec(), recv.clone())
+    } else {
+        let send = send()?;
+        // SAFETY: per the contract.
+        let data = unsafe { bytes_buf(sendbuf, send.extent())? };
+        (data.as_slice().to_vec(), send)
+    };
+    e.ialltoallv(ci, data, &send, &recv, out)
+}
+
+fn uniform(size: u32, blk: usize) -> MpiResult<Layout> {
+    Layout::uniform(size, blk).map_err(|e| MpiError::new(c::MPI_ERR_COUNT, e.to_string()))
+}
+
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, _, size) = comm_info(e, comm)?;
+    let recv = uniform(size, block_bytes(recvcount, recvtype, size)?.0)?;
+    let send = || uniform(size, block_bytes(sendcount, sendtype, size)?.0);
+    // SAFETY: the caller's buffers hold `size` blocks each.
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+}
+
+mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Alltoall", comm, |e| unsafe { alltoall(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
+}}
+
+mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ialltoall", comm, request, |e| alltoall(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) }
+}}
+
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, _, size) = comm_info(e, comm)?;
+    // SAFETY: the arrays have one entry per rank.
+    let recv = unsafe {
+        layout_v(
+            int_array(recvcounts, size, "recvcounts")?,
+            int_array(rdispls, size, "rdispls")?,
+            recvtype,
+        )?
+    };
+    let send = || {
+        // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
+        unsafe {
+            layout_v(
+                int_array(sendcounts, size, "sendcounts")?,
+                int_array(sdispls, size, "sdispls")?,
+                sendtype,
+            )
+        }
+    };
+    // SAFETY: the caller's buffers cover their layouts.
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+}
+
+mpi_fn! { MPI_Alltoallv / PMPI_Alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Alltoallv", comm, |e| unsafe { alltoallv(e, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) })
+}}
+
+mpi_fn! { MPI_Ialltoallv / PMPI_Ialltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ialltoallv", comm, request, |e| alltoallv(e, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)) }
+}}
+
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, _, size) = comm_info(e, comm)?;
+    // SAFETY: the arrays have one entry per rank.
+    let recv = unsafe {
+        layout_w(
+            int_array(recvcounts, size, "recvcounts")?,
+            int_array(rdispls, size, "rdispls")?,
+            type_array(recvtypes, size, "recvtypes")?,
+        )?
+    };
+    let send = || {
+        // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
+        unsafe {
+            layout_w(
+                int_array(sendcounts, size, "sendcounts")?,
+                int_array(sdispls, size, "sdispls")?,
+                type_array(sendtypes, size, "sendtypes")?,
+            )
+        }
+    };
+    // SAFETY: the caller's buffers cover their layouts.
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+}
+
+mpi_fn! { MPI_Alltoallw / PMPI_Alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Alltoallw", comm, |e| unsafe { alltoallw(e, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) })
+}}
+
+mpi_fn! { MPI_Ialltoallw / PMPI_Ialltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ialltoallw", comm, request, |e| alltoallw(e, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)) }
+}}

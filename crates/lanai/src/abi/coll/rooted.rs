@@ -1,0 +1,252 @@
+//! Gather and scatter, with equal blocks and with per-rank counts.
+
+use super::{
+    block_bytes, blocking, bytes_buf, check_root, comm_info, in_place, int_array, layout_v,
+    nonblocking, not_in_place, same_len, send_data, slice_of,
+};
+use crate::abi::consts as c;
+use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::user_buf;
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::Engine;
+use crate::mpi_fn;
+use lanai_coll::Layout;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+fn only_at_root() -> MpiError {
+    MpiError::new(c::MPI_ERR_BUFFER, "MPI_IN_PLACE is only valid at the root")
+}
+
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    let root = check_root(e, ci, root)?;
+    if rank != root {
+        if in_place(sendbuf) {
+            return Err(only_at_root());
+        }
+        // SAFETY: the send buffer, per the contract.
+        let data = unsafe { send_data(sendbuf, sendcount, sendtype)? };
+        return e.igather(ci, data, None, root);
+    }
+    not_in_place(recvbuf, "the receive buffer")?;
+    let (blk, all) = block_bytes(recvcount, recvtype, size)?;
+    // SAFETY: the root's receive buffer holds `size * recvcount` elements.
+    let out = unsafe { bytes_buf(recvbuf, all)? };
+    let data = if in_place(sendbuf) {
+        let at = rank as usize * blk;
+        slice_of(&out, at..at + blk)?
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+    };
+    same_len(data.len(), blk)?;
+    e.igather(ci, data, Some(out), root)
+}
+
+mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Gather", comm, |e| unsafe { gather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+}}
+
+mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Igather", comm, request, |e| gather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+}}
+
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    let root = check_root(e, ci, root)?;
+    if rank != root {
+        if in_place(sendbuf) {
+            return Err(only_at_root());
+        }
+        // SAFETY: the send buffer, per the contract.
+        let data = unsafe { send_data(sendbuf, sendcount, sendtype)? };
+        return e.igatherv(ci, data, &Layout::default(), None, root);
+    }
+    not_in_place(recvbuf, "the receive buffer")?;
+    // SAFETY: the root's arrays have one entry per rank.
+    let (counts, displs) = unsafe {
+        (
+            int_array(recvcounts, size, "recvcounts")?,
+            int_array(displs, size, "displs")?,
+        )
+    };
+    let recv = layout_v(counts, displs, recvtype)?;
+    // SAFETY: the root's receive buffer covers every block.
+    let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
+    let data = if in_place(sendbuf) {
+        slice_of(&out, recv.block(rank))?
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+    };
+    same_len(data.len(), recv.block(rank).len())?;
+    e.igatherv(ci, data, &recv, Some(out), root)
+}
+
+mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Gatherv", comm, |e| unsafe { gatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) })
+}}
+
+mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Igatherv", comm, request, |e| gatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)) }
+}}
+
+/// The root's own receive buffer in a scatter: `None` for MPI_IN_PLACE;
+/// it must hold at least `need` bytes.
+///
+/// # Safety
+/// `recvbuf` holds `recvcount` elements of `recvtype` until completion.
+unsafe fn root_recv(
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    need: usize,
+) -> MpiResult<Option<crate::abi::userbuf::UserBuf>> {
+    if in_place(recvbuf) {
+        return Ok(None);
+    }
+    // SAFETY: forwarded from this function's contract.
+    let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
+    if out.len() < need {
+        return Err(MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!(
+                "the root's receive buffer holds {} bytes but its block is {need}",
+                out.len()
+            ),
+        ));
+    }
+    Ok(Some(out))
+}
+
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    let root = check_root(e, ci, root)?;
+    if rank != root {
+        not_in_place(recvbuf, "the receive buffer except at the root")?;
+        // SAFETY: the receive buffer, per the contract.
+        let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
+        return e.iscatter(ci, Vec::new(), out.len(), Some(out), root);
+    }
+    not_in_place(
+        sendbuf,
+        "the send buffer (use it as the root's receive buffer)",
+    )?;
+    let (blk, all) = block_bytes(sendcount, sendtype, size)?;
+    // SAFETY: the root's send buffer holds `size * sendcount` elements.
+    let data = unsafe { bytes_buf(sendbuf, all)? }.as_slice().to_vec();
+    // SAFETY: the root's receive buffer, per the contract.
+    let out = unsafe { root_recv(recvbuf, recvcount, recvtype, blk)? };
+    e.iscatter(ci, data, blk, out, root)
+}
+
+mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Scatter", comm, |e| unsafe { scatter(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+}}
+
+mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iscatter", comm, request, |e| scatter(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+}}
+
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    let root = check_root(e, ci, root)?;
+    if rank != root {
+        not_in_place(recvbuf, "the receive buffer except at the root")?;
+        // SAFETY: the receive buffer, per the contract.
+        let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
+        let len = out.len();
+        return e.iscatterv(ci, Vec::new(), &Layout::default(), len, Some(out), root);
+    }
+    not_in_place(
+        sendbuf,
+        "the send buffer (use it as the root's receive buffer)",
+    )?;
+    // SAFETY: the root's arrays have one entry per rank.
+    let (counts, displs) = unsafe {
+        (
+            int_array(sendcounts, size, "sendcounts")?,
+            int_array(displs, size, "displs")?,
+        )
+    };
+    let send = layout_v(counts, displs, sendtype)?;
+    // SAFETY: the root's send buffer covers every block.
+    let data = unsafe { bytes_buf(sendbuf, send.extent())? }
+        .as_slice()
+        .to_vec();
+    let mine = send.block(rank).len();
+    // SAFETY: the root's receive buffer, per the contract.
+    let out = unsafe { root_recv(recvbuf, recvcount, recvtype, mine)? };
+    e.iscatterv(ci, data, &send, mine, out, root)
+}
+
+mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Scatterv", comm, |e| unsafe { scatterv(e, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+}}
+
+mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iscatterv", comm, request, |e| scatterv(e, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+}}

@@ -1,0 +1,168 @@
+//! Reductions whose result is split or prefixed: reduce-scatter (with
+//! per-rank counts and with equal blocks), inclusive and exclusive scan.
+
+use super::{
+    blocking, bytes_buf, combiner, comm_info, elem_bytes, in_place, int_array, nonblocking,
+    not_in_place, send_data,
+};
+use crate::abi::consts as c;
+use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use crate::abi::{types, user_buf};
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::Engine;
+use crate::mpi_fn;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+fn too_large() -> MpiError {
+    MpiError::new(c::MPI_ERR_COUNT, "the counts add up to more than memory")
+}
+
+/// This rank's whole input vector of `total` bytes: the send buffer, or with
+/// MPI_IN_PLACE the receive buffer.
+///
+/// # Safety
+/// The buffer used holds `total` bytes.
+unsafe fn vector(sendbuf: *const c_void, recvbuf: *mut c_void, total: usize) -> MpiResult<Vec<u8>> {
+    let src = if in_place(sendbuf) {
+        recvbuf as *const c_void
+    } else {
+        sendbuf
+    };
+    // SAFETY: forwarded from this function's contract.
+    Ok(unsafe { bytes_buf(src, total)? }.as_slice().to_vec())
+}
+
+/// # Safety
+/// The buffers are valid until completion: the input holds the whole vector,
+/// `recvbuf` this rank's block.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_block(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, _, size) = comm_info(e, comm)?;
+    let comb = combiner(datatype, op)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    let blk = elem_bytes(recvcount, types::type_size(datatype)?)?;
+    let total = blk.checked_mul(size as usize).ok_or_else(too_large)?;
+    // SAFETY: the input vector holds `size` blocks.
+    let data = unsafe { vector(sendbuf, recvbuf, total)? };
+    // SAFETY: the receive buffer holds this rank's block.
+    let out = unsafe { bytes_buf(recvbuf, blk)? };
+    e.ireduce_scatter_block(ci, data, out, comb)
+}
+
+mpi_fn! { MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Reduce_scatter_block", comm, |e| unsafe { reduce_scatter_block(e, sendbuf, recvbuf, recvcount, datatype, op, comm) })
+}}
+
+mpi_fn! { MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ireduce_scatter_block", comm, request, |e| reduce_scatter_block(e, sendbuf, recvbuf, recvcount, datatype, op, comm)) }
+}}
+
+/// # Safety
+/// The buffers and `recvcounts` are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter(
+    e: &mut Engine,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, rank, size) = comm_info(e, comm)?;
+    let comb = combiner(datatype, op)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    let esize = types::type_size(datatype)?;
+    // SAFETY: one count per rank.
+    let counts = unsafe { int_array(recvcounts, size, "recvcounts")? }
+        .iter()
+        .map(|&n| elem_bytes(n, esize))
+        .collect::<MpiResult<Vec<usize>>>()?;
+    let total = counts
+        .iter()
+        .try_fold(0usize, |a, &n| a.checked_add(n))
+        .ok_or_else(too_large)?;
+    // SAFETY: the input vector holds every rank's block.
+    let data = unsafe { vector(sendbuf, recvbuf, total)? };
+    // SAFETY: the receive buffer holds this rank's block.
+    let out = unsafe { bytes_buf(recvbuf, counts[rank as usize])? };
+    e.ireduce_scatter(ci, data, &counts, out, comb)
+}
+
+mpi_fn! { MPI_Reduce_scatter / PMPI_Reduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Reduce_scatter", comm, |e| unsafe { reduce_scatter(e, sendbuf, recvbuf, recvcounts, datatype, op, comm) })
+}}
+
+mpi_fn! { MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Ireduce_scatter", comm, request, |e| reduce_scatter(e, sendbuf, recvbuf, recvcounts, datatype, op, comm)) }
+}}
+
+/// Which prefix reduction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prefix {
+    Inclusive,
+    Exclusive,
+}
+
+/// # Safety
+/// The buffers hold `count` elements of `datatype` until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan(
+    e: &mut Engine,
+    kind: Prefix,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<usize> {
+    let (ci, _, _) = comm_info(e, comm)?;
+    let comb = combiner(datatype, op)?;
+    not_in_place(recvbuf, "the receive buffer")?;
+    // SAFETY: the receive buffer, per the contract.
+    let out = unsafe { user_buf(recvbuf, count, datatype)? };
+    let data = if in_place(sendbuf) {
+        out.as_slice().to_vec()
+    } else {
+        // SAFETY: the send buffer, per the contract.
+        unsafe { send_data(sendbuf, count, datatype)? }
+    };
+    match kind {
+        Prefix::Inclusive => e.iscan(ci, data, out, comb),
+        Prefix::Exclusive => e.iexscan(ci, data, out, comb),
+    }
+}
+
+mpi_fn! { MPI_Scan / PMPI_Scan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Scan", comm, |e| unsafe { scan(e, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) })
+}}
+
+mpi_fn! { MPI_Iscan / PMPI_Iscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iscan", comm, request, |e| scan(e, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm)) }
+}}
+
+mpi_fn! { MPI_Exscan / PMPI_Exscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    blocking("MPI_Exscan", comm, |e| unsafe { scan(e, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) })
+}}
+
+mpi_fn! { MPI_Iexscan / PMPI_Iexscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { nonblocking("MPI_Iexscan", comm, request, |e| scan(e, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm)) }
+}}

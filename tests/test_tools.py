@@ -203,3 +203,18 @@ def test_every_collective_algorithm_by_hand(lanai_builds, knob, value, nranks, n
     res = harness.run_job(harness.lanairun_argv(exe, nranks, nodes), exe, {knob: value})
     harness.assert_clean(res)
     harness.assert_passed(res, "coll_basic")
+
+
+@pytest.mark.parametrize("bind", ["none", "core"])
+@pytest.mark.parametrize("nranks,nodes", [(2, 1), (4, 1), (4, 2)])
+def test_streams_of_large_rooted_collectives(nranks, nodes, bind):
+    # Pinned ranks used to expose a sender asleep on a full queue (nobody
+    # wakes a sender when the receiver frees ring space).
+    exe, err = harness.compile_program(harness.LANAICC, "coll_stream", "lanai")
+    assert not err, err
+    res = harness.run_job(harness.lanairun_argv(exe, nranks, nodes), exe, {"LANAI_BIND": bind}, timeout_s=60)
+    harness.assert_clean(res)
+    harness.assert_passed(res, "coll_stream")
+    # 300 rounds take well under a second when senders keep pushing their
+    # queues; a sender sleeping on a full queue waits out a timeout per round.
+    assert res.wall_s < 20, f"took {res.wall_s:.1f} s\n" + res.tail()

@@ -244,11 +244,11 @@ fn abandon(ranks: &[Rank], pgid: Option<Pid>) {
     }
 }
 
-/// The core rank `r` is pinned to, if ranks fit one per core. Two spinning
-/// ranks left to share a core (the kernel may put them there while other
-/// work runs) wait a whole time slice for each other.
+/// The core rank `r` is pinned to with `LANAI_BIND=core`, if ranks fit one
+/// per core: two spinning ranks that the kernel puts on one core while other
+/// work runs wait a whole time slice for each other.
 fn core_for(r: u32, ranks: u32) -> Option<usize> {
-    if lanai_common::knobs::get(&lanai_common::knobs::BIND) == "none" {
+    if lanai_common::knobs::get(&lanai_common::knobs::BIND) != "core" {
         return None;
     }
     let mine = nix::sched::sched_getaffinity(Pid::from_raw(0)).ok()?;

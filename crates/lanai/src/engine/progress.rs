@@ -7,6 +7,9 @@ use super::Engine;
 use super::Spin;
 use std::time::{Duration, Instant};
 
+/// How long a waiting rank spins without yielding.
+const PURE_SPIN: Duration = Duration::from_micros(50);
+
 impl Engine {
     /// One pass over every transport. True if anything happened.
     pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
@@ -156,27 +159,32 @@ impl Engine {
     ) -> MpiResult<()> {
         let mut idle = 0u32;
         let mut idle_since: Option<Instant> = None;
+        let mut yielding = false;
         while !done(self)? {
             if self.progress(false)? {
                 idle = 0;
                 idle_since = None;
+                yielding = false;
                 continue;
             }
             idle += 1;
+            // Pure spinning at first; then yielding between polls, which is
+            // nearly free when the rank has its core alone and hands the core
+            // over at once when the rank it waits for shares it; then sleep.
             let spun_enough = match self.settings.spin {
-                // Time-based: a waiting rank with a core of its own keeps it
-                // for a while (as busy-polling MPIs do) but never for long.
                 Spin::Time(limit) => {
-                    idle.is_multiple_of(256)
-                        && idle_since.get_or_insert_with(Instant::now).elapsed() >= limit
+                    if idle.is_multiple_of(256) {
+                        let waited = idle_since.get_or_insert_with(Instant::now).elapsed();
+                        yielding |= waited >= PURE_SPIN;
+                        waited >= limit
+                    } else {
+                        false
+                    }
                 }
                 Spin::Polls(n) => idle >= n,
             };
             if !spun_enough {
-                // With a core of its own a rank spins without yielding: a
-                // yield or a sleep can cost a whole time slice when other
-                // work shares the machine. Oversubscribed ranks yield.
-                if self.settings.oversubscribed {
+                if yielding || self.settings.oversubscribed {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
@@ -188,6 +196,7 @@ impl Engine {
             }
             idle = 0;
             idle_since = None;
+            yielding = false;
         }
         Ok(())
     }

@@ -346,7 +346,10 @@ mod tests {
     }
 
     fn pair(ring_bytes: usize) -> (ShmNode, ShmNode, String) {
-        let name = format!("/lanai-test-{}-{}", std::process::id(), ring_bytes);
+        // Tests run on parallel threads: every pair needs its own name.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("/lanai-test-{}-{ring_bytes}-{n}", std::process::id());
         let len = segment_len(2, ring_bytes);
         let a = Segment::create(&name, len).unwrap();
         let b = Segment::open(&name, len).unwrap();

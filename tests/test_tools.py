@@ -218,3 +218,30 @@ def test_streams_of_large_rooted_collectives(nranks, nodes, bind):
     # 300 rounds take well under a second when senders keep pushing their
     # queues; a sender sleeping on a full queue waits out a timeout per round.
     assert res.wall_s < 20, f"took {res.wall_s:.1f} s\n" + res.tail()
+
+
+def test_wildcard_receive_of_a_rendezvous_message_reports_its_envelope(tmp_path):
+    # A receive posted before a large (rendezvous) message arrives must report
+    # the sender and tag of the message it matched, by any transport.
+    src = tmp_path / "wild.c"
+    src.write_text(
+        "#include <mpi.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+        "int main(int c, char **v) { int r, s, bad = 0; MPI_Init(&c, &v);\n"
+        "  MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &s);\n"
+        "  int n = 1 << 18; int *b = malloc(n * sizeof(int));\n"
+        "  if (r == 0) { for (int k = 1; k < s; k++) { MPI_Request q; MPI_Status st; int cnt;\n"
+        "      MPI_Irecv(b, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &q);\n"
+        "      MPI_Send(&k, 1, MPI_INT, k, 0, MPI_COMM_WORLD); MPI_Wait(&q, &st);\n"
+        "      MPI_Get_count(&st, MPI_INT, &cnt);\n"
+        "      if (st.MPI_SOURCE != k || st.MPI_TAG != 40 + k || cnt != n || b[n - 1] != k) bad++; }\n"
+        "    printf(bad ? \"FAIL wild\\n\" : \"PASS wild\\n\"); }\n"
+        "  else { int k; MPI_Recv(&k, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
+        "    for (int i = 0; i < n; i++) b[i] = r; MPI_Send(b, n, MPI_INT, 0, 40 + r, MPI_COMM_WORLD); }\n"
+        "  MPI_Finalize(); return bad; }\n"
+    )
+    exe = str(tmp_path / "wild")
+    assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
+    for n, k in [(2, 1), (4, 1), (4, 2)]:
+        res = harness.run_job(harness.lanairun_argv(exe, n, k), exe)
+        harness.assert_clean(res)
+        harness.assert_passed(res, "wild")

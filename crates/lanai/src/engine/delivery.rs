@@ -72,13 +72,26 @@ impl State {
                     .get(..8)
                     .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
                 match self.matcher.take_posted(&env) {
-                    Some(p) => self.followups.push(Followup::Fetch {
-                        req: p.req,
-                        from,
-                        addr,
-                        len: env.len,
-                        cookie: env.cookie,
-                    }),
+                    Some(p) => {
+                        // The status names the matched envelope even before
+                        // the data is fetched (wildcard receives need it).
+                        if let Some(r) = self.reqs.get_mut(p.req) {
+                            r.status = Status {
+                                source: env.src as i32,
+                                tag: env.tag,
+                                error: 0,
+                                count: env.len,
+                                cancelled: false,
+                            };
+                        }
+                        self.followups.push(Followup::Fetch {
+                            req: p.req,
+                            from,
+                            addr,
+                            len: env.len,
+                            cookie: env.cookie,
+                        })
+                    }
                     None => self.matcher.push_unexpected(Unexpected {
                         env,
                         from_world: from,

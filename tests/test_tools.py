@@ -245,3 +245,13 @@ def test_wildcard_receive_of_a_rendezvous_message_reports_its_envelope(tmp_path)
         res = harness.run_job(harness.lanairun_argv(exe, n, k), exe)
         harness.assert_clean(res)
         harness.assert_passed(res, "wild")
+
+
+@pytest.mark.parametrize("prog", ["large", "ordering", "modes", "probe", "persistent"])
+def test_rendezvous_without_single_copy(lanai_builds, prog):
+    # LANAI_SINGLE_COPY=off takes the path used when the kernel refuses
+    # process_vm_readv: the sender streams the message through the ring.
+    exe = lanai_builds[prog]
+    res = harness.run_job(harness.lanairun_argv(exe, 4, 1), exe, {"LANAI_SINGLE_COPY": "off"})
+    harness.assert_clean(res)
+    harness.assert_passed(res, prog)

@@ -404,3 +404,96 @@ impl Collective for Binomial {
         self.released && self.outbox.is_empty()
     }
 }
+
+/// K-ary tree barrier (the "tree of FPGAs" of seed 002): arrivals gather up
+/// the heap-ordered k-ary tree rooted at 0, then the release travels down,
+/// so each way takes `log_k(P)` hops. `k >= P - 1` is one central device.
+pub struct KaryTree {
+    rank: u32,
+    k: u32,
+    children: Vec<u32>,
+    arrived_sent: bool,
+    released: bool,
+    inbox: Inbox,
+    outbox: Outbox,
+}
+
+impl KaryTree {
+    pub fn new(rank: u32, size: u32, k: u32) -> Result<Self, CollError> {
+        check_rank(rank, size)?;
+        if k == 0 {
+            return Err(CollError::ZeroFanOut);
+        }
+        let mut m = KaryTree {
+            rank,
+            k,
+            children: tree::kary_children(rank, size, k).collect(),
+            arrived_sent: false,
+            released: false,
+            inbox: Inbox::default(),
+            outbox: Outbox::new(),
+        };
+        m.advance();
+        Ok(m)
+    }
+
+    fn advance(&mut self) {
+        let parent = tree::kary_parent(self.rank, self.k);
+        if !self.arrived_sent {
+            if !self
+                .children
+                .iter()
+                .all(|&c| self.inbox.has(c, kind::KARY_ARRIVE, 0))
+            {
+                return;
+            }
+            for &c in &self.children {
+                self.inbox.take(c, kind::KARY_ARRIVE, 0);
+            }
+            self.arrived_sent = true;
+            if let Some(p) = parent {
+                self.outbox.push_back(signal(p, kind::KARY_ARRIVE, 0));
+            }
+        }
+        if !self.released {
+            if let Some(p) = parent {
+                if self.inbox.take(p, kind::KARY_RELEASE, 0).is_none() {
+                    return;
+                }
+            }
+            self.released = true;
+            for &c in &self.children {
+                self.outbox.push_back(signal(c, kind::KARY_RELEASE, 0));
+            }
+        }
+    }
+
+    fn expects(&self, from: u32, h: &Header) -> bool {
+        h.step == 0
+            && match h.kind {
+                kind::KARY_ARRIVE => self.children.contains(&from),
+                kind::KARY_RELEASE => tree::kary_parent(self.rank, self.k) == Some(from),
+                _ => false,
+            }
+    }
+}
+
+impl Collective for KaryTree {
+    fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
+        let h = decode_empty(from, data)?;
+        if !self.expects(from, &h) {
+            return Err(unexpected(from, &h));
+        }
+        self.inbox.insert(from, &h, &[])?;
+        self.advance();
+        Ok(())
+    }
+
+    fn poll_send(&mut self) -> Option<Outgoing> {
+        self.outbox.pop_front()
+    }
+
+    fn is_done(&self) -> bool {
+        self.released && self.outbox.is_empty()
+    }
+}

@@ -76,6 +76,8 @@ pub enum CollError {
     BlockBeyondBuffer { end: usize, len: usize },
     /// A byte count or displacement sum does not fit in `usize`.
     SizeOverflow,
+    /// A tree needs a fan-out of at least one.
+    ZeroFanOut,
     /// A buffer that must be split between elements is not whole elements.
     NotWholeElements { len: usize, elem_size: usize },
     /// An internal schedule is inconsistent (a bug in this crate, not the caller).
@@ -135,6 +137,7 @@ impl fmt::Display for CollError {
                 "a block ends at byte {end}, beyond its {len}-byte buffer"
             ),
             CollError::SizeOverflow => write!(f, "byte counts overflow the address space"),
+            CollError::ZeroFanOut => write!(f, "a tree's fan-out must be at least 1"),
             CollError::InvalidPlan { reason } => {
                 write!(f, "internal collective schedule is invalid: {reason}")
             }

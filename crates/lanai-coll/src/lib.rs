@@ -19,6 +19,7 @@ pub mod allreduce;
 pub mod alltoall;
 pub mod barrier;
 pub mod bcast;
+pub mod central;
 pub mod error;
 pub mod gather;
 pub mod layout;
@@ -38,7 +39,7 @@ pub use allreduce::{
     UnknownAlgorithm, AUTO_RECURSIVE_DOUBLING_MAX,
 };
 pub use alltoall::{Alltoall, Alltoallv};
-pub use barrier::{barrier, BarrierAlgo, Binomial, Dissemination, PairwiseExchange};
+pub use barrier::{barrier, BarrierAlgo, Binomial, Dissemination, KaryTree, PairwiseExchange};
 pub use bcast::{bcast, Bcast, BcastAlgo, ScatterAllgather, BCAST_AUTO_SCATTER_ALLGATHER_MIN};
 pub use error::{CollError, OpError};
 pub use gather::{Gather, Gatherv};

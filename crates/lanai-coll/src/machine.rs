@@ -83,6 +83,8 @@ pub(crate) mod kind {
     pub const RABENSEIFNER_DOUBLE: u8 = 25;
     pub const RING_REDUCE_SCATTER: u8 = 26;
     pub const RING_ALLGATHER: u8 = 27;
+    pub const KARY_ARRIVE: u8 = 28;
+    pub const KARY_RELEASE: u8 = 29;
 }
 
 /// Header: kind, step; then the payload.

@@ -34,6 +34,20 @@ pub(crate) fn parent(v: u32) -> Option<(u8, u32)> {
     }
 }
 
+/// Children of `v` in the k-ary tree over `0..size` rooted at 0 (heap
+/// order: `k*v + 1 ..= k*v + k`), ascending.
+pub(crate) fn kary_children(v: u32, size: u32, k: u32) -> impl Iterator<Item = u32> {
+    let first = u64::from(v) * u64::from(k) + 1;
+    let end = (first + u64::from(k)).min(u64::from(size));
+    // Every value is below `size`, so it fits in u32.
+    (first..end.max(first)).map(|c| c as u32)
+}
+
+/// Parent of `v` in the k-ary tree; `None` for the root.
+pub(crate) fn kary_parent(v: u32, k: u32) -> Option<u32> {
+    (v > 0).then(|| (v - 1) / k)
+}
+
 /// Converts between absolute ranks and ranks relative to `root`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relative {
@@ -76,6 +90,24 @@ mod tests {
             }
             assert_eq!(seen[0], 0);
             assert!(seen[1..].iter().all(|&n| n == 1), "size {size}");
+        }
+    }
+
+    #[test]
+    fn kary_tree_is_consistent() {
+        for k in 1..=9u32 {
+            for size in 1..=60u32 {
+                let mut seen = vec![0u32; size as usize];
+                for v in 0..size {
+                    for c in kary_children(v, size, k) {
+                        assert_eq!(kary_parent(c, k), Some(v));
+                        seen[c as usize] += 1;
+                    }
+                    assert!(kary_children(v, size, k).count() <= k as usize);
+                }
+                assert_eq!(seen[0], 0);
+                assert!(seen[1..].iter().all(|&n| n == 1), "k {k} size {size}");
+            }
         }
     }
 

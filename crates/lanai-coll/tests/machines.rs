@@ -7,7 +7,7 @@ use lanai_coll::sim::{
 };
 use lanai_coll::{
     allreduce, barrier, AllreduceAlgo, BarrierAlgo, Bcast, CollError, Collective, Combine, Elem,
-    Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast,
+    KaryTree, Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast,
 };
 
 type Boxed = Box<dyn Collective>;
@@ -270,6 +270,49 @@ fn barriers_every_order_small() {
             assert!(complete, "{algo:?} P={size}: only {runs} runs");
         }
     }
+}
+
+/// The k-ary tree barrier: nobody leaves before the last entry, exactly
+/// 2(P-1) messages, for fan-outs from a chain to one central node.
+fn check_kary(size: u32, k: u32, out: &Outcome) {
+    let last = out.last_entry();
+    for r in 0..size as usize {
+        assert!(
+            out.done_at[r] >= last,
+            "k={k} P={size}: rank {r} left early"
+        );
+    }
+    assert_eq!(out.messages, 2 * u64::from(size - 1), "k={k} P={size}");
+}
+
+#[test]
+fn kary_barrier_any_fan_out() {
+    for &size in SIZES {
+        for k in [1u32, 2, 3, 4, 8, 16, 64] {
+            for seed in 0..seeds(size).min(8) {
+                for mut s in schedules(size, seed) {
+                    let mut make = |r| KaryTree::new(r, size, k).map(|m| Box::new(m) as Boxed);
+                    let out = run(size, &mut make, s.as_mut()).unwrap();
+                    check_kary(size, k, &out);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn kary_barrier_every_order_small() {
+    for size in 1..=5u32 {
+        for k in 1..=4u32 {
+            let mut make = |r| KaryTree::new(r, size, k).map(|m| Box::new(m) as Boxed);
+            let (runs, complete) = explore_all(size, &mut make, size <= 3, 300_000, &mut |out| {
+                check_kary(size, k, out)
+            })
+            .unwrap();
+            assert!(complete, "k={k} P={size}: only {runs} runs");
+        }
+    }
+    assert_eq!(KaryTree::new(0, 4, 0).err(), Some(CollError::ZeroFanOut));
 }
 
 // ---------------------------------------------------------------- bcast

@@ -172,7 +172,9 @@ def _connections_of_rank0(tmp_path, source_expr):
     )
     exe = str(tmp_path / "anysrc")
     assert run([harness.LANAICC, "-o", exe, str(src)]).returncode == 0
-    res = harness.run_job(harness.lanairun_argv(exe, 8, 8), exe, {"LANAI_STATS": "1"})
+    # The finalize barrier's algorithm decides the other connections: pin it.
+    env = {"LANAI_STATS": "1", "LANAI_BARRIER": "dissemination"}
+    res = harness.run_job(harness.lanairun_argv(exe, 8, 8), exe, env)
     harness.assert_clean(res)
     assert res.returncode == 0, res.tail()
     m = re.search(r"^lanai: stats rank 0: tcp connections (\d+)", res.output, re.M)
@@ -188,7 +190,7 @@ def test_any_source_connects_to_everyone_first(tmp_path):
 
 
 ALGORITHM_KNOBS = [
-    ("LANAI_BARRIER", v) for v in ["dissemination", "pairwise", "binomial"]
+    ("LANAI_BARRIER", v) for v in ["dissemination", "pairwise", "binomial", "central"]
 ] + [("LANAI_BCAST", v) for v in ["binomial", "scatter_allgather"]] + [
     ("LANAI_ALLREDUCE", v) for v in ["recursive_doubling", "reduce_bcast", "rabenseifner", "ring"]
 ]

@@ -122,7 +122,7 @@ mpi_fn! { MPI_Comm_free / PMPI_Comm_free (comm: *mut MPI_Comm) -> c_int {
     // SAFETY: checked non-null; the caller's handle.
     let h = unsafe { *comm };
     call("MPI_Comm_free", Some(h), |e| {
-        e.comms.free(comm_idx(h)?)?;
+        e.comm_free(comm_idx(h)?)?;
         // SAFETY: checked non-null above.
         unsafe { put(comm, c::MPI_COMM_NULL, "comm") }
     })

@@ -118,6 +118,8 @@ impl std::fmt::Debug for Instance {
 #[derive(Debug, Default)]
 pub struct Colls {
     active: Vec<Instance>,
+    /// Barriers running on the central device.
+    pub central: Vec<super::central::CentralOp>,
     early: HashMap<(u32, u32), Vec<EarlyMsg>>,
     dirty: bool,
 }
@@ -167,11 +169,24 @@ fn coll_err(e: CollError) -> MpiError {
     MpiError::new(class, e.to_string())
 }
 
+/// How barriers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierChoice {
+    /// The device when the communicator gets a channel, else dissemination.
+    Auto,
+    /// The device; dissemination when no channel is free.
+    Central,
+    Software(BarrierAlgo),
+}
+
 /// Collective algorithms chosen by knobs, read once at `MPI_Init`.
 #[derive(Debug, Clone, Copy)]
 pub struct Algorithms {
-    /// `None`: choose per call (`auto`).
-    pub barrier: Option<BarrierAlgo>,
+    pub barrier: BarrierChoice,
+    /// Central barrier channels per node (0: no device).
+    pub barrier_channels: usize,
+    /// Fan-out of the tree of node leaders.
+    pub barrier_tree_k: u32,
     pub bcast: BcastAlgo,
     pub allreduce: AllreduceAlgo,
 }
@@ -179,14 +194,24 @@ pub struct Algorithms {
 impl Algorithms {
     pub fn from_knobs() -> MpiResult<Self> {
         let barrier = match knobs::get(&knobs::BARRIER).as_str() {
-            "auto" => None,
-            "pairwise" => Some(BarrierAlgo::PairwiseExchange),
-            other => Some(
-                other
-                    .parse()
-                    .map_err(|e| MpiError::other(format!("LANAI_BARRIER: {e}")))?,
-            ),
+            "auto" => BarrierChoice::Auto,
+            "central" => BarrierChoice::Central,
+            "pairwise" => BarrierChoice::Software(BarrierAlgo::PairwiseExchange),
+            other => BarrierChoice::Software(other.parse().map_err(|e| {
+                MpiError::other(format!(
+                    "LANAI_BARRIER: {e}; the choices are auto, central, dissemination, pairwise, binomial"
+                ))
+            })?),
         };
+        let barrier_channels =
+            knobs::get_usize(&knobs::BARRIER_CHANNELS).map_err(MpiError::other)?;
+        let barrier_tree_k = knobs::get_usize(&knobs::BARRIER_TREE_K)
+            .map_err(MpiError::other)
+            .and_then(|k| {
+                u32::try_from(k).ok().filter(|&k| k >= 1).ok_or_else(|| {
+                    MpiError::other(format!("LANAI_BARRIER_TREE_K={k}: must be 1 or more"))
+                })
+            })?;
         let allreduce = knobs::get(&knobs::ALLREDUCE)
             .parse()
             .map_err(|e| MpiError::other(format!("LANAI_ALLREDUCE: {e}")))?;
@@ -201,14 +226,29 @@ impl Algorithms {
         }
         Ok(Self {
             barrier,
+            barrier_channels,
+            barrier_tree_k,
             bcast,
             allreduce,
         })
     }
+
+    pub fn barrier_wants_central(&self) -> bool {
+        self.barrier_channels > 0
+            && matches!(self.barrier, BarrierChoice::Auto | BarrierChoice::Central)
+    }
+
+    /// The software barrier: the one asked for, else dissemination.
+    pub fn software_barrier(&self) -> BarrierAlgo {
+        match self.barrier {
+            BarrierChoice::Software(a) => a,
+            _ => BarrierAlgo::Dissemination,
+        }
+    }
 }
 
 /// Status of a completed collective request: it involved no one message.
-fn coll_status() -> Status {
+pub(super) fn coll_status() -> Status {
     use crate::abi::consts as c;
     Status {
         source: c::MPI_ANY_SOURCE,
@@ -240,6 +280,20 @@ impl Engine {
         let seq = cm.coll_seq;
         cm.coll_seq = cm.coll_seq.wrapping_add(1);
         let (ctx, rank, map) = (cm.coll_ctx(), cm.rank, cm.map.clone());
+        self.start_instance(ctx, seq, rank, map, machine, out)
+    }
+
+    /// Starts `machine` as instance `seq` of collective context `ctx`, where
+    /// this rank is `rank` and `map` turns the machine's ranks into world ranks.
+    pub(super) fn start_instance(
+        &mut self,
+        ctx: u32,
+        seq: u32,
+        rank: u32,
+        map: RankMap,
+        machine: Machine,
+        out: Option<CollOut>,
+    ) -> MpiResult<usize> {
         let req = self.st.reqs.insert(Op::Coll);
         let mut inst = Instance {
             ctx,
@@ -330,12 +384,11 @@ impl Engine {
     }
 
     pub fn ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
+        if let Some(req) = self.central_barrier(comm)? {
+            return Ok(req);
+        }
         let (rank, size) = self.rank_size(comm)?;
-        let algo = self
-            .settings
-            .algos
-            .barrier
-            .unwrap_or(BarrierAlgo::Dissemination);
+        let algo = self.settings.algos.software_barrier();
         let m = lanai_coll::barrier(rank, size, algo).map_err(coll_err)?;
         self.start_coll(comm, m, None)
     }

@@ -10,6 +10,7 @@
 //! contribution only after its previous creation finished, so two
 //! communicators sharing a member can never get the same slot.
 
+use super::central::Central;
 use super::error::{MpiError, MpiResult};
 use super::group::{Group, Groups};
 use super::Engine;
@@ -42,6 +43,8 @@ pub struct Comm {
     pub all_connected: bool,
     /// Set by `MPI_Comm_set_name`; `None` means the default name.
     pub name: Option<String>,
+    /// Its channel of the central barrier device, if any.
+    pub central: Central,
 }
 
 impl Comm {
@@ -80,6 +83,7 @@ impl Comm {
             coll_seq: 0,
             all_connected: false,
             name: None,
+            central: Central::Untried,
         }
     }
 }
@@ -122,6 +126,7 @@ impl Comms {
             coll_seq: 0,
             all_connected: false,
             name: None,
+            central: Central::Untried,
         };
         let me = Comm {
             ctx: 2,
@@ -171,7 +176,7 @@ impl Comms {
 
     /// `MPI_Comm_free`: drops the communicator and returns its context slot
     /// to the local mask.
-    pub fn free(&mut self, idx: usize) -> MpiResult<()> {
+    pub fn free(&mut self, idx: usize) -> MpiResult<Comm> {
         if idx == WORLD || idx == SELF {
             return Err(MpiError::new(
                 c::MPI_ERR_COMM,
@@ -184,7 +189,7 @@ impl Comms {
             .and_then(Option::take)
             .ok_or_else(MpiError::comm)?;
         self.release_ctx(comm.ctx);
-        Ok(())
+        Ok(comm)
     }
 
     /// Communicators currently allocated, WORLD and SELF included.
@@ -238,7 +243,7 @@ fn lowest_free(mask: &[u8]) -> Option<usize> {
 }
 
 /// FNV-1a, so every process names a temporary instance identically.
-fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
+pub(super) fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in words {
         for b in w.to_le_bytes() {
@@ -249,13 +254,19 @@ fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
     h
 }
 
-type Slot = Arc<Mutex<Option<Vec<u8>>>>;
+pub(super) type Slot = Arc<Mutex<Option<Vec<u8>>>>;
 
 /// Wraps a machine to keep its result for the engine's own use: the driver
 /// writes results only to user buffers, which internal calls don't have.
-struct Capture {
+pub(super) struct Capture {
     inner: Box<dyn Collective + Send>,
     slot: Slot,
+}
+
+impl Capture {
+    pub(super) fn new(inner: Box<dyn Collective + Send>, slot: Slot) -> Self {
+        Self { inner, slot }
+    }
 }
 
 impl Collective for Capture {
@@ -338,6 +349,13 @@ impl Engine {
             self.comms.take_slot(slot);
         }
         Ok(slot as u32 * 2)
+    }
+
+    /// `MPI_Comm_free`: drops the communicator and gives back its barrier channel.
+    pub fn comm_free(&mut self, idx: usize) -> MpiResult<()> {
+        let comm = self.comms.free(idx)?;
+        self.central_forget(comm.central);
+        Ok(())
     }
 
     /// `MPI_Comm_dup`: same group, new context, handler inherited.
@@ -463,7 +481,7 @@ impl Engine {
         let tmp_idx = self.comms.insert(tmp);
         let agreed = self.agree_ctx(tmp_idx, true);
         // The temporary id is not in the mask, so freeing releases nothing.
-        self.comms.free(tmp_idx)?;
+        self.comm_free(tmp_idx)?;
         let ctx = agreed?;
         let new = self.comms.get(parent)?.derive(ctx, rank, g.members.clone());
         Ok(self.comms.insert(new))

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bootstrap;
+pub mod central;
 pub mod coll;
 pub mod comm;
 pub mod delivery;
@@ -156,7 +157,8 @@ impl Engine {
         let ring_bytes = knobs::get_usize(&knobs::SHM_RING_BYTES).map_err(MpiError::other)?;
         let seg_name =
             lanai_common::shm_names::segment_name(job.uid, job.job_pid, &job.nonce, job.my_node());
-        let seg_len = crate::shm::ring::segment_len(local.len(), ring_bytes);
+        let channels = settings.algos.barrier_channels;
+        let seg_len = crate::shm::ring::node_segment_len(local.len(), ring_bytes, channels);
         let multi_node = job.node_count() > 1;
 
         // The node's first rank creates the segment before the PMI barrier;
@@ -166,7 +168,8 @@ impl Engine {
             let seg = Segment::create(&seg_name, seg_len).map_err(|e| {
                 MpiError::other(format!("cannot create shared memory {seg_name}: {e}"))
             })?;
-            let node = ShmNode::new(seg, local.len(), 0, ring_bytes).map_err(MpiError::other)?;
+            let node =
+                ShmNode::new(seg, local.len(), 0, ring_bytes, channels).map_err(MpiError::other)?;
             node.init();
             net.shm = Some(node);
         }
@@ -202,7 +205,7 @@ impl Engine {
                 let seg = Segment::open(&seg_name, seg_len).map_err(|e| {
                     MpiError::other(format!("cannot map shared memory {seg_name}: {e}"))
                 })?;
-                let node = ShmNode::new(seg, local.len(), my_local, ring_bytes)
+                let node = ShmNode::new(seg, local.len(), my_local, ring_bytes, channels)
                     .map_err(MpiError::other)?;
                 node.validate().map_err(MpiError::other)?;
                 net.shm = Some(node);

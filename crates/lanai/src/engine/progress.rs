@@ -71,6 +71,9 @@ impl Engine {
         if self.st.colls.has_work() {
             did |= self.drive_colls()?;
         }
+        if !self.st.colls.central.is_empty() {
+            did |= self.drive_central()?;
+        }
         Ok(did)
     }
 
@@ -85,6 +88,12 @@ impl Engine {
             // without waking anyone: stay runnable and keep pushing.
             std::thread::yield_now();
             return Ok(());
+        }
+        if let Some((ch, gen)) = self.central_sleeper() {
+            // Only a barrier on the device is left to wait for: sleep on its
+            // output, where one wake-up releases every local rank.
+            self.central_sleep(ch, gen, timeout)?;
+            return self.check_liveness();
         }
         self.net.counters.sleeps += 1;
         if let Some(shm) = self.net.shm.as_ref() {

@@ -149,6 +149,15 @@ impl Requests {
     pub fn live(&self) -> usize {
         self.live
     }
+
+    /// Requests still in progress (the slow path of the wait policy asks).
+    pub fn pending(&self) -> usize {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|r| !r.done && !matches!(r.op, Op::Idle))
+            .count()
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! This is one of the two places where `unsafe` code lives (with `abi`).
 //! Memory shared between processes holds plain data and atomics only.
 
+pub mod barrier_device;
 pub mod cma;
 pub mod ring;
 pub mod segment;

@@ -14,6 +14,7 @@
 //! cells it consumed, because payload bytes there could otherwise mimic a
 //! future `seq`. A message never wraps: a pad record fills the ring's end.
 
+use super::barrier_device::{device_len, Device};
 use super::Segment;
 use lanai_wire::envelope::{Envelope, ENVELOPE_LEN};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
@@ -38,6 +39,11 @@ pub fn segment_len(local_size: usize, ring_bytes: usize) -> usize {
         + local_size * local_size * (RING_CTRL_BYTES + ring_bytes)
 }
 
+/// Bytes of the whole node segment: rings, then the barrier device.
+pub fn node_segment_len(local_size: usize, ring_bytes: usize, channels: usize) -> usize {
+    segment_len(local_size, ring_bytes) + device_len(local_size, channels)
+}
+
 /// Largest payload one message may carry through a ring of `ring_bytes`.
 pub fn max_payload(ring_bytes: usize) -> usize {
     ring_bytes / 2 - PAYLOAD_AT
@@ -60,6 +66,8 @@ pub struct ShmNode {
     local_size: usize,
     me: usize,
     cells: u64,
+    /// Central barrier channels after the rings.
+    channels: usize,
     tx: Vec<Tx>,
     rx: Vec<u64>,
 }
@@ -71,13 +79,14 @@ impl ShmNode {
         local_size: usize,
         me: usize,
         ring_bytes: usize,
+        channels: usize,
     ) -> Result<Self, String> {
         if !ring_bytes.is_power_of_two() || ring_bytes < 4096 {
             return Err(format!(
                 "ring size {ring_bytes} must be a power of two >= 4096"
             ));
         }
-        if seg.len() < segment_len(local_size, ring_bytes) || me >= local_size {
+        if seg.len() < node_segment_len(local_size, ring_bytes, channels) || me >= local_size {
             return Err("shared-memory segment too small for this node".into());
         }
         Ok(Self {
@@ -85,22 +94,18 @@ impl ShmNode {
             local_size,
             me,
             cells: (ring_bytes / CELL) as u64,
+            channels,
             tx: vec![Tx::default(); local_size],
             rx: vec![0; local_size],
         })
     }
 
     fn atomic_u32(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off.is_multiple_of(4) && off + 4 <= self.seg.len());
-        // SAFETY: `off` is 4-aligned and inside the mapping, which lives as
-        // long as `self`; shared words are only accessed atomically.
-        unsafe { &*(self.seg.base().add(off) as *const AtomicU32) }
+        self.seg.atomic_u32(off)
     }
 
     fn atomic_u64(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.seg.len());
-        // SAFETY: as for `atomic_u32`, with 8-byte alignment.
-        unsafe { &*(self.seg.base().add(off) as *const AtomicU64) }
+        self.seg.atomic_u64(off)
     }
 
     /// Writes the header; only the creator calls this, before publishing the name.
@@ -109,6 +114,8 @@ impl ShmNode {
             .store(self.local_size as u32, Ordering::Relaxed);
         self.atomic_u32(12)
             .store(self.cells as u32, Ordering::Relaxed);
+        self.atomic_u32(20)
+            .store(self.channels as u32, Ordering::Relaxed);
         self.atomic_u64(0).store(MAGIC, Ordering::Release);
     }
 
@@ -127,7 +134,20 @@ impl ShmNode {
                 self.local_size, self.cells
             ));
         }
+        let ch = self.atomic_u32(20).load(Ordering::Relaxed);
+        if ch as usize != self.channels {
+            return Err(format!(
+                "shared-memory segment has {ch} barrier channels; expected {} (is LANAI_BARRIER_CHANNELS the same on every rank?)",
+                self.channels
+            ));
+        }
         Ok(())
+    }
+
+    /// The node's central barrier device, if it has channels.
+    pub fn device(&self) -> Option<Device<'_>> {
+        let base = segment_len(self.local_size, self.cells as usize * CELL);
+        Device::new(&self.seg, base, self.local_size, self.channels)
     }
 
     /// Counts this rank as attached; true for the last one, which unlinks the name.
@@ -354,9 +374,9 @@ mod tests {
         let a = Segment::create(&name, len).unwrap();
         let b = Segment::open(&name, len).unwrap();
         Segment::unlink(&name).unwrap();
-        let a = ShmNode::new(a, 2, 0, ring_bytes).unwrap();
+        let a = ShmNode::new(a, 2, 0, ring_bytes, 0).unwrap();
         a.init();
-        let b = ShmNode::new(b, 2, 1, ring_bytes).unwrap();
+        let b = ShmNode::new(b, 2, 1, ring_bytes, 0).unwrap();
         b.validate().unwrap();
         (a, b, name)
     }

@@ -5,6 +5,7 @@ use nix::sys::mman::{mmap, munmap, shm_open, shm_unlink, MapFlags, ProtFlags};
 use nix::sys::stat::Mode;
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// A mapped segment; unmapped on drop (the name is unlinked separately).
 #[derive(Debug)]
@@ -79,6 +80,28 @@ impl Segment {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The shared word at byte offset `off` (4-aligned, inside the mapping).
+    pub fn atomic_u32(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off.is_multiple_of(4) && off + 4 <= self.len,
+            "bad word offset {off}"
+        );
+        // SAFETY: `off` is 4-aligned and inside the mapping, which lives as
+        // long as `self`; words shared between processes are only accessed
+        // atomically.
+        unsafe { &*(self.base().add(off) as *const AtomicU32) }
+    }
+
+    /// The shared 8-byte word at `off` (8-aligned, inside the mapping).
+    pub fn atomic_u64(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= self.len,
+            "bad word offset {off}"
+        );
+        // SAFETY: as for `atomic_u32`, with 8-byte alignment.
+        unsafe { &*(self.base().add(off) as *const AtomicU64) }
     }
 }
 

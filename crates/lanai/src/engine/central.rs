@@ -1,0 +1,457 @@
+//! The central barrier (seed 002) in the ranks: each communicator takes a
+//! channel of its node's barrier device at its first barrier, and across
+//! nodes one leader per node joins a k-ary tree of leaders.
+//!
+//! The first barrier on a communicator is also the agreement: every member
+//! claims a channel on its node and an AND allreduce (which is itself a
+//! barrier) says whether all got one. If any did not, the communicator uses
+//! the software barrier for good and the channels are given back, as the
+//! Open MPI module of seed 002 §2.1 does. Later barriers run on the device.
+
+use super::comm::{Capture, RankMap, Slot};
+use super::error::{MpiError, MpiResult};
+use super::request::Op;
+use super::Engine;
+use lanai_coll::central::{reached, DeviceRank, Role, Step, Wires};
+use lanai_coll::KaryTree;
+use std::cell::Cell;
+use std::time::Duration;
+
+/// A communicator's relation to the device.
+#[derive(Debug, Clone, Default)]
+pub enum Central {
+    /// No barrier yet.
+    #[default]
+    Untried,
+    /// The agreement is running; `setup` is this rank's claim, if it got one.
+    Negotiating {
+        slot: Slot,
+        setup: Option<Setup>,
+    },
+    Active(Setup),
+    /// Some member got no channel: software barriers only.
+    Declined,
+}
+
+/// Wires for a rank that is alone on its node in the communicator: the
+/// device degenerates to its own input, so it needs no shared memory.
+#[derive(Debug, Clone, Default)]
+pub struct SoloWires {
+    input: Cell<u32>,
+    output: Cell<u32>,
+}
+
+impl Wires for SoloWires {
+    fn input(&self, _: usize) -> u32 {
+        self.input.get()
+    }
+    fn set_input(&self, _: usize, gen: u32) {
+        self.input.set(gen);
+    }
+    fn output(&self) -> u32 {
+        self.output.get()
+    }
+    fn raise_output(&self, gen: u32) -> bool {
+        let up = !reached(self.output.get(), gen);
+        if up {
+            self.output.set(gen);
+        }
+        up
+    }
+}
+
+/// The tree of node leaders, for a leader.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    /// This leader's index among the leaders.
+    me: u32,
+    /// World ranks of the leaders, in communicator-rank order.
+    leaders: Vec<u32>,
+    k: u32,
+}
+
+/// A communicator's use of the device, on this rank.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Channel on the node's device; `None` for solo wires.
+    chan: Option<usize>,
+    solo: SoloWires,
+    /// Generation of the last barrier started.
+    gen: u32,
+    /// Device inputs (node-local rank indices) of the members on this node,
+    /// in communicator-rank order: the first is the node's leader.
+    members: Vec<usize>,
+    me: usize,
+    role: Role,
+    tree: Option<Tree>,
+}
+
+/// One central barrier in flight.
+#[derive(Debug)]
+pub struct CentralOp {
+    req: usize,
+    comm: usize,
+    dev: DeviceRank,
+    /// The communicator's collective sequence number for this barrier.
+    seq: u32,
+    /// The leader's tree instance, once the node's inputs are all in.
+    tree_req: Option<usize>,
+}
+
+/// What the device told a barrier in flight, applied after the borrow ends.
+enum Action {
+    Nothing,
+    WakeLeader,
+    StartTree,
+    Finish { raised: bool },
+}
+
+impl Engine {
+    /// Whether barriers on a communicator of `size` ranks should try the device.
+    pub(super) fn central_wanted(&self, size: u32) -> bool {
+        size > 1 && self.settings.algos.barrier_wants_central()
+    }
+
+    /// Starts a barrier on `comm` through the device; `None` when the
+    /// communicator uses software barriers.
+    pub(super) fn central_barrier(&mut self, comm: usize) -> MpiResult<Option<usize>> {
+        let size = self.comms.get(comm)?.size;
+        if !self.central_wanted(size) {
+            return Ok(None);
+        }
+        loop {
+            match &self.comms.get(comm)?.central {
+                Central::Untried => return self.central_negotiate(comm).map(Some),
+                Central::Negotiating { .. } => self.central_resolve(comm)?,
+                Central::Active(_) => return self.central_start(comm).map(Some),
+                Central::Declined => return Ok(None),
+            }
+        }
+    }
+
+    /// Claims a channel and starts the AND allreduce that doubles as this
+    /// barrier; returns its request.
+    fn central_negotiate(&mut self, comm: usize) -> MpiResult<usize> {
+        let setup = self.central_claim(comm)?;
+        let cm = self.comms.get(comm)?;
+        let band = lanai_coll::Predefined::new(lanai_coll::Op::Band, lanai_coll::Elem::U8)
+            .map_err(|e| MpiError::internal(e.to_string()))?;
+        let m = lanai_coll::allreduce(
+            cm.rank,
+            cm.size,
+            vec![u8::from(setup.is_some())],
+            band,
+            self.settings.algos.allreduce,
+        )
+        .map_err(|e| MpiError::internal(format!("barrier channel agreement: {e}")))?;
+        let slot = Slot::default();
+        let capture = Capture::new(m, slot.clone());
+        let req = self.start_coll(comm, Box::new(capture), None)?;
+        self.comms.get_mut(comm)?.central = Central::Negotiating { slot, setup };
+        Ok(req)
+    }
+
+    /// Waits for the agreement (every member started it, so it completes)
+    /// and records its outcome.
+    fn central_resolve(&mut self, comm: usize) -> MpiResult<()> {
+        let Central::Negotiating { slot, .. } = &self.comms.get(comm)?.central else {
+            return Ok(());
+        };
+        let slot = slot.clone();
+        let filled = |s: &Slot| s.lock().map(|g| g.is_some()).unwrap_or(true);
+        self.wait_until(|_| filled(&slot))?;
+        let all = slot
+            .lock()
+            .ok()
+            .and_then(|mut g| g.take())
+            .is_some_and(|v| v == [1]);
+        let cm = self.comms.get_mut(comm)?;
+        let Central::Negotiating { setup, .. } = std::mem::take(&mut cm.central) else {
+            return Ok(());
+        };
+        let (state, give_back) = match setup {
+            Some(s) if all => (Central::Active(s), None),
+            other => (Central::Declined, other.and_then(|s| s.chan)),
+        };
+        let declined = matches!(state, Central::Declined);
+        let ctx = cm.ctx;
+        cm.central = state;
+        if let Some(ch) = give_back {
+            self.release_channel(ch);
+        }
+        super::debug_log(self.settings.debug && declined, self.job.rank, || {
+            format!("communicator context {ctx}: some node has no free barrier channel; software barrier")
+        });
+        Ok(())
+    }
+
+    /// This rank's part of the device for `comm`: its node's members, its
+    /// role, and a channel when other members share the node.
+    fn central_claim(&mut self, comm: usize) -> MpiResult<Option<Setup>> {
+        let cm = self.comms.get(comm)?;
+        let world = cm.members();
+        let node_of = |w: u32| self.job.node_of[w as usize];
+        let my_node = self.job.my_node();
+        let mut members = Vec::new();
+        for &w in world.iter().filter(|&&w| node_of(w) == my_node) {
+            let i = self.net.local_world.iter().position(|&x| x == w);
+            members.push(i.ok_or_else(|| MpiError::internal("member missing on its node"))?);
+        }
+        let me = self
+            .net
+            .local_world
+            .iter()
+            .position(|&x| x == self.job.rank)
+            .unwrap_or(0);
+        // Leaders: the first member on each node, in communicator-rank order.
+        let mut leaders: Vec<u32> = Vec::new();
+        let mut seen_nodes: Vec<u32> = Vec::new();
+        for &w in &world {
+            if !seen_nodes.contains(&node_of(w)) {
+                seen_nodes.push(node_of(w));
+                leaders.push(w);
+            }
+        }
+        let (role, tree) = if leaders.len() == 1 {
+            (Role::Peer, None)
+        } else if let Some(i) = leaders.iter().position(|&w| w == self.job.rank) {
+            let tree = Tree {
+                me: i as u32,
+                leaders,
+                k: self.settings.algos.barrier_tree_k,
+            };
+            (Role::Leader, Some(tree))
+        } else {
+            (Role::Follower, None)
+        };
+        let (chan, gen) = if members.len() == 1 {
+            (None, 0)
+        } else {
+            let key =
+                super::comm::fnv1a([cm.ctx, cm.size].into_iter().chain(world.iter().copied()));
+            let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) else {
+                return Ok(None);
+            };
+            let Some(ch) = dev.claim(key) else {
+                return Ok(None);
+            };
+            // The output only moves in barriers on this channel, and none
+            // can run before every member has claimed it.
+            (Some(ch), dev.channel(ch).output())
+        };
+        Ok(Some(Setup {
+            chan,
+            solo: SoloWires::default(),
+            gen,
+            members: if chan.is_some() { members } else { vec![0] },
+            me: if chan.is_some() { me } else { 0 },
+            role,
+            tree,
+        }))
+    }
+
+    fn release_channel(&self, ch: usize) {
+        if let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) {
+            dev.release(ch);
+        }
+    }
+
+    /// Gives back `comm`'s channel (`MPI_Comm_free`).
+    pub(super) fn central_forget(&mut self, central: Central) {
+        let chan = match central {
+            Central::Active(s) | Central::Negotiating { setup: Some(s), .. } => s.chan,
+            _ => None,
+        };
+        if let Some(ch) = chan {
+            self.release_channel(ch);
+        }
+    }
+
+    fn central_start(&mut self, comm: usize) -> MpiResult<usize> {
+        let cm = self.comms.get_mut(comm)?;
+        let seq = cm.coll_seq;
+        cm.coll_seq = cm.coll_seq.wrapping_add(1);
+        let Central::Active(setup) = &mut cm.central else {
+            return Err(MpiError::internal("central barrier without a channel"));
+        };
+        setup.gen = setup.gen.wrapping_add(1);
+        let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
+        let req = self.st.reqs.insert(Op::Coll);
+        self.st.colls.central.push(CentralOp {
+            req,
+            comm,
+            dev,
+            seq,
+            tree_req: None,
+        });
+        self.drive_central()?;
+        Ok(req)
+    }
+
+    /// Polls every central barrier in flight. True if any moved on.
+    pub(super) fn drive_central(&mut self) -> MpiResult<bool> {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.st.colls.central.len() {
+            let action = {
+                let op = &mut self.st.colls.central[i];
+                let Central::Active(setup) = &self.comms.get(op.comm)?.central else {
+                    return Err(MpiError::internal("central barrier lost its channel"));
+                };
+                let tree_done = op
+                    .tree_req
+                    .map(|r| self.st.reqs.get(r).is_none_or(|q| q.done));
+                let step = match setup.chan {
+                    Some(ch) => {
+                        let dev = self
+                            .net
+                            .shm
+                            .as_ref()
+                            .and_then(|s| s.device())
+                            .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+                        let w = dev.channel(ch);
+                        match tree_done {
+                            Some(true) => op.dev.release(&w),
+                            _ => op.dev.poll(&w, &setup.members),
+                        }
+                    }
+                    None => match tree_done {
+                        Some(true) => op.dev.release(&setup.solo),
+                        _ => op.dev.poll(&setup.solo, &setup.members),
+                    },
+                };
+                match step {
+                    Step::Continue | Step::Pending => Action::Nothing,
+                    Step::LocalComplete => Action::WakeLeader,
+                    Step::Gathered if op.tree_req.is_none() => Action::StartTree,
+                    Step::Gathered => Action::Nothing,
+                    Step::Done { raised } => Action::Finish { raised },
+                }
+            };
+            match action {
+                Action::Nothing => i += 1,
+                Action::WakeLeader => {
+                    self.central_wake(self.st.colls.central[i].comm, true)?;
+                    i += 1;
+                }
+                Action::StartTree => {
+                    let req = self.central_start_tree(i)?;
+                    self.st.colls.central[i].tree_req = Some(req);
+                    did = true;
+                    i += 1;
+                }
+                Action::Finish { raised } => {
+                    let op = self.st.colls.central.swap_remove(i);
+                    if let Some(t) = op.tree_req {
+                        self.st.reqs.remove(t);
+                    }
+                    if raised {
+                        self.central_wake(op.comm, false)?;
+                    }
+                    self.st.reqs.complete(op.req, super::coll::coll_status());
+                    did = true;
+                }
+            }
+        }
+        Ok(did)
+    }
+
+    /// Wakes local members asleep on `comm`'s barrier: the futex sleepers
+    /// with one call, and any asleep in the general wait (they had other
+    /// requests too) by their doorbells. With `leader_only`, only the leader.
+    fn central_wake(&self, comm: usize, leader_only: bool) -> MpiResult<()> {
+        let Central::Active(setup) = &self.comms.get(comm)?.central else {
+            return Ok(());
+        };
+        let (Some(ch), Some(shm)) = (setup.chan, self.net.shm.as_ref()) else {
+            return Ok(());
+        };
+        if !leader_only {
+            if let Some(dev) = shm.device() {
+                dev.channel(ch).wake();
+            }
+        }
+        let Some(bell) = self.net.doorbell.as_ref() else {
+            return Ok(());
+        };
+        let targets = if leader_only {
+            &setup.members[..1]
+        } else {
+            &setup.members[..]
+        };
+        for &i in targets {
+            if i != setup.me && shm.peer_sleeping(i) {
+                bell.ring(self.net.local_world[i]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A leader whose node has arrived joins the tree of leaders, as an
+    /// ordinary collective instance under this barrier's sequence number.
+    fn central_start_tree(&mut self, i: usize) -> MpiResult<usize> {
+        let (comm, seq) = {
+            let op = &self.st.colls.central[i];
+            (op.comm, op.seq)
+        };
+        let cm = self.comms.get(comm)?;
+        let Central::Active(Setup {
+            tree: Some(tree), ..
+        }) = &cm.central
+        else {
+            return Err(MpiError::internal("node leader without a tree"));
+        };
+        let m = KaryTree::new(tree.me, tree.leaders.len() as u32, tree.k)
+            .map_err(|e| MpiError::internal(format!("barrier tree: {e}")))?;
+        let (ctx, me, map) = (cm.coll_ctx(), tree.me, RankMap::List(tree.leaders.clone()));
+        self.start_instance(ctx, seq, me, map, Box::new(m), None)
+    }
+
+    /// When this rank waits on nothing but a central barrier it does not
+    /// lead: the channel and generation to sleep on in the futex.
+    pub(super) fn central_sleeper(&self) -> Option<(usize, u32)> {
+        let [op] = &self.st.colls.central[..] else {
+            return None;
+        };
+        if op.dev.role() == Role::Leader || self.st.reqs.pending() != 1 {
+            return None;
+        }
+        if self
+            .net
+            .tcp
+            .as_ref()
+            .is_some_and(|t| t.has_pending_output())
+        {
+            return None;
+        }
+        let Ok(cm) = self.comms.get(op.comm) else {
+            return None;
+        };
+        match &cm.central {
+            Central::Active(Setup { chan: Some(ch), .. }) => Some((*ch, op.dev.generation())),
+            _ => None,
+        }
+    }
+
+    /// Sleeps in the futex of channel `ch` until generation `gen` is out
+    /// (or `timeout`), after one last poll of the device.
+    pub(super) fn central_sleep(
+        &mut self,
+        ch: usize,
+        gen: u32,
+        timeout: Duration,
+    ) -> MpiResult<()> {
+        let seen = match self.net.shm.as_ref().and_then(|s| s.device()) {
+            Some(dev) => dev.channel(ch).output(),
+            None => return Ok(()),
+        };
+        if self.drive_central()? || reached(seen, gen) {
+            return Ok(());
+        }
+        self.net.counters.sleeps += 1;
+        if let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) {
+            dev.channel(ch).sleep(seen, gen, timeout);
+        }
+        Ok(())
+    }
+}

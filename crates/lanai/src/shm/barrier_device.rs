@@ -1,0 +1,368 @@
+//! The central barrier device of seed 002, in the node's shared segment.
+//!
+//! Layout, after the rings: a table line (the allocation lock), one 16-byte
+//! record per channel (owner key and reference count), then the channels.
+//! A channel is an output line (the output word, which sleepers wait on
+//! with `futex`), a line of sleeper counts, and one input line per local
+//! rank, so arrivals never write a line another rank writes.
+//!
+//! The device logic itself is `lanai_coll::central`; this module provides
+//! its wires and the futex wait and wake.
+
+use super::Segment;
+use lanai_coll::central::{reached, Wires};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+const LINE: usize = 64;
+const RECORD: usize = 16;
+
+/// Bytes the device needs for `local_size` ranks and `channels` channels.
+pub fn device_len(local_size: usize, channels: usize) -> usize {
+    if channels == 0 {
+        return 0;
+    }
+    LINE + (channels * RECORD).div_ceil(LINE) * LINE + channels * channel_len(local_size)
+}
+
+fn channel_len(local_size: usize) -> usize {
+    (2 + local_size) * LINE
+}
+
+/// This rank's view of the node's device.
+#[derive(Debug, Clone, Copy)]
+pub struct Device<'a> {
+    seg: &'a Segment,
+    base: usize,
+    channels: usize,
+    local_size: usize,
+}
+
+impl<'a> Device<'a> {
+    /// The device at byte `base` of `seg`; `None` when it does not fit.
+    pub fn new(seg: &'a Segment, base: usize, local_size: usize, channels: usize) -> Option<Self> {
+        (channels > 0
+            && base.is_multiple_of(LINE)
+            && base + device_len(local_size, channels) <= seg.len())
+        .then_some(Self {
+            seg,
+            base,
+            channels,
+            local_size,
+        })
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    fn lock_word(&self) -> &AtomicU32 {
+        self.seg.atomic_u32(self.base)
+    }
+
+    fn record(&self, ch: usize) -> usize {
+        self.base + LINE + ch * RECORD
+    }
+
+    fn with_table<R>(&self, f: impl FnOnce() -> R) -> R {
+        // Allocation happens once per communicator, so a plain spin lock
+        // (yielding, since the holder may share our core) is enough.
+        while self
+            .lock_word()
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        let r = f();
+        self.lock_word().store(0, Ordering::Release);
+        r
+    }
+
+    /// Joins the channel owned by `key` (a communicator's identity), or
+    /// takes a free one for it; `None` when every channel is in use.
+    pub fn claim(&self, key: u64) -> Option<usize> {
+        // Key 0 marks a free record, so no communicator may use it.
+        let key = key.max(1);
+        self.with_table(|| {
+            let rec = |ch| self.record(ch);
+            let owned = (0..self.channels).find(|&ch| {
+                self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) > 0
+                    && self.seg.atomic_u64(rec(ch)).load(Ordering::Relaxed) == key
+            });
+            let ch = owned.or_else(|| {
+                (0..self.channels)
+                    .find(|&ch| self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) == 0)
+            })?;
+            self.seg.atomic_u64(rec(ch)).store(key, Ordering::Relaxed);
+            self.seg
+                .atomic_u32(rec(ch) + 8)
+                .fetch_add(1, Ordering::Relaxed);
+            Some(ch)
+        })
+    }
+
+    /// Leaves channel `ch`; the last member to leave frees it.
+    pub fn release(&self, ch: usize) {
+        if ch >= self.channels {
+            return;
+        }
+        self.with_table(|| {
+            let refs = self.seg.atomic_u32(self.record(ch) + 8);
+            let n = refs.load(Ordering::Relaxed);
+            refs.store(n.saturating_sub(1), Ordering::Relaxed);
+        });
+    }
+
+    /// Channels currently owned by some communicator.
+    pub fn in_use(&self) -> usize {
+        self.with_table(|| {
+            (0..self.channels)
+                .filter(|&ch| {
+                    self.seg
+                        .atomic_u32(self.record(ch) + 8)
+                        .load(Ordering::Relaxed)
+                        > 0
+                })
+                .count()
+        })
+    }
+
+    pub fn channel(&self, ch: usize) -> Channel<'a> {
+        let ch = ch.min(self.channels - 1);
+        let table = LINE + (self.channels * RECORD).div_ceil(LINE) * LINE;
+        Channel {
+            seg: self.seg,
+            off: self.base + table + ch * channel_len(self.local_size),
+            local_size: self.local_size,
+        }
+    }
+}
+
+/// One channel: its wires, its sleepers, and the futex on its output.
+#[derive(Debug, Clone, Copy)]
+pub struct Channel<'a> {
+    seg: &'a Segment,
+    off: usize,
+    local_size: usize,
+}
+
+impl Channel<'_> {
+    fn output_word(&self) -> &AtomicU32 {
+        self.seg.atomic_u32(self.off)
+    }
+
+    fn sleepers(&self) -> &AtomicU32 {
+        self.seg.atomic_u32(self.off + LINE)
+    }
+
+    fn input_word(&self, i: usize) -> &AtomicU32 {
+        let i = i.min(self.local_size - 1);
+        self.seg.atomic_u32(self.off + (2 + i) * LINE)
+    }
+
+    /// Sleeps until the output moves past `seen` (or `timeout` passes, or
+    /// a signal arrives). The sleeper count pairs with [`Channel::wake`]:
+    /// either the waker sees our count, or we see its new output.
+    pub fn sleep(&self, seen: u32, gen: u32, timeout: Duration) {
+        self.sleepers().fetch_add(1, Ordering::SeqCst);
+        if !reached(self.output_word().load(Ordering::SeqCst), gen) {
+            futex_wait(self.output_word(), seen, timeout);
+        }
+        self.sleepers().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// After raising the output: wakes every rank asleep on it, with one
+    /// system call, and only when someone sleeps.
+    pub fn wake(&self) {
+        if self.sleepers().load(Ordering::SeqCst) > 0 {
+            futex_wake_all(self.output_word());
+        }
+    }
+}
+
+impl Wires for Channel<'_> {
+    fn input(&self, i: usize) -> u32 {
+        self.input_word(i).load(Ordering::SeqCst)
+    }
+
+    fn set_input(&self, i: usize, gen: u32) {
+        self.input_word(i).store(gen, Ordering::SeqCst);
+    }
+
+    fn output(&self) -> u32 {
+        self.output_word().load(Ordering::SeqCst)
+    }
+
+    fn raise_output(&self, gen: u32) -> bool {
+        let w = self.output_word();
+        let mut cur = w.load(Ordering::SeqCst);
+        while !reached(cur, gen) {
+            match w.compare_exchange_weak(cur, gen, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+        false
+    }
+}
+
+/// `FUTEX_WAIT` on a word in shared memory (not the private variant: the
+/// wakers are other processes).
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `word` is a live, aligned 4-byte atomic in a shared mapping
+    // and `ts` outlives the call; FUTEX_WAIT reads the word and sleeps, and
+    // any failure (EAGAIN when it changed, EINTR, ETIMEDOUT) just returns.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: as for `futex_wait`; FUTEX_WAKE only reads the address.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lanai_coll::central::{DeviceRank, Role, Step};
+
+    fn segment(local: usize, channels: usize) -> (Segment, String) {
+        let name = format!(
+            "/lanai-test-dev-{}-{}-{}",
+            std::process::id(),
+            local,
+            channels
+        );
+        let seg = Segment::create(&name, device_len(local, channels)).unwrap();
+        Segment::unlink(&name).unwrap();
+        (seg, name)
+    }
+
+    #[test]
+    fn channels_are_shared_by_key_and_run_out() {
+        let (seg, _) = segment(4, 3);
+        let d = Device::new(&seg, 0, 4, 3).unwrap();
+        let a = d.claim(11).unwrap();
+        assert_eq!(d.claim(11), Some(a), "same key joins");
+        let b = d.claim(22).unwrap();
+        let c = d.claim(33).unwrap();
+        assert!(a != b && b != c && a != c);
+        assert_eq!(d.claim(44), None, "exhausted");
+        assert_eq!(d.in_use(), 3);
+        d.release(b);
+        assert_eq!(d.claim(44), Some(b), "freed channel reused");
+        d.release(a);
+        assert_eq!(d.in_use(), 3, "one member still holds key 11");
+        d.release(a);
+        assert_eq!(d.in_use(), 2);
+    }
+
+    #[test]
+    fn channels_and_inputs_do_not_overlap() {
+        let (seg, _) = segment(3, 2);
+        let d = Device::new(&seg, 0, 3, 2).unwrap();
+        let (x, y) = (d.channel(0), d.channel(1));
+        for i in 0..3 {
+            x.set_input(i, 100 + i as u32);
+        }
+        assert!(x.raise_output(7));
+        assert!(!x.raise_output(7));
+        assert_eq!(y.output(), 0);
+        assert!((0..3).all(|i| y.input(i) == 0));
+        assert_eq!(x.input(2), 102);
+        assert!(Device::new(&seg, 0, 3, 3).is_none(), "does not fit");
+    }
+
+    /// Real threads (standing in for processes) through thousands of
+    /// barriers, sleeping in the futex part of the time.
+    #[test]
+    fn threads_through_many_barriers_with_futex_sleep() {
+        let n = 4;
+        let name = format!("/lanai-test-devthreads-{}", std::process::id());
+        let len = device_len(n, 1);
+        let seg = Segment::create(&name, len).unwrap();
+        // Unlinks the name even when an assertion below fails.
+        struct Unlink<'a>(&'a str);
+        impl Drop for Unlink<'_> {
+            fn drop(&mut self) {
+                let _ = Segment::unlink(self.0);
+            }
+        }
+        let _unlink = Unlink(&name);
+        let members: Vec<usize> = (0..n).collect();
+        let counter = AtomicU32::new(0);
+        // Sleeps that ran out their timeout: each is a missed wake-up.
+        let missed = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for me in 0..n {
+                let (name, members, counter, missed) = (&name, &members, &counter, &missed);
+                s.spawn(move || {
+                    // Each thread maps the segment itself, as a process would.
+                    let seg = Segment::open(name, len).unwrap();
+                    let ch = Device::new(&seg, 0, n, 1).unwrap().channel(0);
+                    for gen in 1..=2000u32 {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        let mut dev = DeviceRank::new(me, gen, Role::Peer);
+                        let mut polls = 0;
+                        loop {
+                            if missed.load(Ordering::SeqCst) > 0 {
+                                return;
+                            }
+                            match dev.poll(&ch, members) {
+                                Step::Done { raised } => {
+                                    if raised {
+                                        ch.wake();
+                                    }
+                                    break;
+                                }
+                                _ => {
+                                    polls += 1;
+                                    if gen % 2 == 0 || polls % 8 == 0 {
+                                        let t = std::time::Instant::now();
+                                        let limit = Duration::from_millis(500);
+                                        ch.sleep(ch.output(), gen, limit);
+                                        if t.elapsed() >= limit {
+                                            missed.fetch_add(1, Ordering::SeqCst);
+                                        }
+                                    } else {
+                                        std::thread::yield_now();
+                                    }
+                                }
+                            }
+                        }
+                        // Everyone entered this barrier before anyone left it.
+                        assert!(counter.load(Ordering::SeqCst) >= gen * n as u32);
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            Device::new(&seg, 0, n, 1).unwrap().channel(0).output(),
+            2000
+        );
+    }
+}

@@ -1,0 +1,108 @@
+"""The central barrier device (seed 002): barrier_central.c checks by the
+clock that nobody leaves a barrier before the last rank entered, on the
+device (one node and a tree of nodes), in software, when channels run out,
+at 16 ranks on 2 cores, and when a rank dies inside a barrier.
+"""
+
+import os
+import re
+
+import pytest
+
+import harness
+from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+
+NAME = "barrier_central"
+
+if harness.QUICK:
+    SHAPES = [(2, 1), (4, 1), (5, 3)]
+else:
+    SHAPES = [(1, 1), (2, 1), (3, 1), (4, 1), (8, 1), (2, 2), (4, 2), (5, 3), (8, 3), (8, 4)]
+
+
+@pytest.fixture(scope="module")
+def lanai_exe():
+    if not os.access(harness.LANAICC, os.X_OK):
+        pytest.fail(f"{harness.LANAICC} missing: run `make` first", pytrace=False)
+    exe, err = harness.compile_program(harness.LANAICC, NAME, "lanai")
+    if err:
+        pytest.fail(err, pytrace=False)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def mpich_exe():
+    if not harness.have(harness.MPICH_CC):
+        pytest.skip(f"{harness.MPICH_CC} not installed")
+    exe, err = harness.compile_program(harness.MPICH_CC, NAME, "mpich")
+    if err:
+        pytest.fail(err, pytrace=False)
+    return exe
+
+
+@pytest.mark.parametrize("barrier", ["auto", "central", "dissemination"])
+@pytest.mark.parametrize("nranks,nodes", SHAPES, ids=[f"n{n}-nodes{k}" for n, k in SHAPES])
+def test_barriers_hold_everyone(lanai_exe, nranks, nodes, barrier):
+    env = {"LANAI_BARRIER": barrier}
+    if nodes > 1:
+        # A fan-out of 1 makes the tree of node leaders a chain: the
+        # deepest tree these layouts can have.
+        env["LANAI_BARRIER_TREE_K"] = "1" if nranks % 2 else "2"
+    r = run_job(lanairun_argv(lanai_exe, nranks, nodes, ["all"]), lanai_exe, env)
+    assert_passed(r, NAME)
+    assert_clean(r)
+
+
+@pytest.mark.parametrize("nranks,nodes", [(4, 1), (6, 2)])
+def test_channel_exhaustion_falls_back(lanai_exe, nranks, nodes):
+    # Three channels per node for seven communicators: four must fall back.
+    env = {"LANAI_BARRIER_CHANNELS": "3", "LANAI_DEBUG": "1", "LANAI_BARRIER": "central"}
+    r = run_job(lanairun_argv(lanai_exe, nranks, nodes, ["exhaust"]), lanai_exe, env)
+    assert_passed(r, NAME)
+    declined = re.findall(r"no free barrier channel", r.output)
+    assert declined, "no communicator fell back to software\n" + r.tail()
+    assert_clean(r)
+
+
+def test_device_disabled(lanai_exe):
+    r = run_job(
+        lanairun_argv(lanai_exe, 4, 1, ["all"]), lanai_exe, {"LANAI_BARRIER_CHANNELS": "0"}
+    )
+    assert_passed(r, NAME)
+
+
+def test_sixteen_ranks_ten_thousand_barriers(lanai_exe):
+    r = run_job(lanairun_argv(lanai_exe, 16, 1, ["many", "10000"]), lanai_exe)
+    assert_passed(r, NAME)
+    m = re.search(r"10000 barriers at 16 ranks in ([0-9.]+) s", r.output)
+    assert m, r.tail()
+    # Seconds, not minutes, even on a loaded 2-core CI machine.
+    assert float(m.group(1)) < 10, r.tail()
+    assert_clean(r)
+
+
+@pytest.mark.parametrize("nranks,nodes", [(4, 1), (4, 2)])
+def test_rank_killed_in_barrier_ends_job(lanai_exe, nranks, nodes):
+    r = run_job(lanairun_argv(lanai_exe, nranks, nodes, ["kill"]), lanai_exe)
+    assert not r.timed_out, "job hung after a rank died in a barrier\n" + r.tail()
+    assert r.returncode != 0, r.tail()
+    assert r.wall_s < 10, f"took {r.wall_s:.1f}s to end\n" + r.tail()
+    assert re.search(rf"rank {nranks - 1}\b.*(SIGKILL|signal 9)", r.output), r.tail()
+    assert "FAIL" not in r.output, r.tail()
+    assert_clean(r)
+
+
+def test_mpich_build_on_lanai_under_hydra(mpich_exe):
+    if not harness.have("mpiexec.hydra"):
+        pytest.skip("mpiexec.hydra not installed")
+    argv = ["mpiexec.hydra", "-n", "4", mpich_exe, "all"]
+    r = run_job(argv, mpich_exe, lib_env())
+    assert_passed(r, NAME)
+    assert_clean(r)
+
+
+def test_program_itself_on_mpich(mpich_exe):
+    if not harness.have("mpiexec.hydra"):
+        pytest.skip("mpiexec.hydra not installed")
+    r = run_job(["mpiexec.hydra", "-n", "3", mpich_exe, "all"], mpich_exe)
+    assert_passed(r, NAME)

@@ -28,6 +28,9 @@ pub trait Wires {
     /// Moves the output forward to `gen` unless it is there already; true
     /// when this call moved it (the caller then wakes sleepers).
     fn raise_output(&self, gen: u32) -> bool;
+    /// Whether some rank may be asleep on the output. A sleeper announces
+    /// itself here before its last look at the inputs.
+    fn has_sleepers(&self) -> bool;
 }
 
 /// Whether a counter `v` has reached generation `gen`, modulo wrap-around.
@@ -67,6 +70,8 @@ pub enum Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Phase {
     Arrive,
+    /// Last arriver (peer): raise only if someone sleeps.
+    AskSleepers,
     /// Read the output.
     Check,
     /// Read inputs from the cursor on; `once` for a follower's single pass.
@@ -88,6 +93,11 @@ pub struct DeviceRank {
     /// Members before this index have been seen arrived (inputs never go
     /// back within a barrier, so a scan resumes where it stopped).
     cursor: usize,
+    /// Still in the scan right after arriving. A peer that completes that
+    /// scan arrived last (or tied); it raises the output only when someone
+    /// sleeps on it, since awake peers watch the inputs themselves. That
+    /// keeps the output line out of the common path.
+    first_scan: bool,
 }
 
 impl DeviceRank {
@@ -100,6 +110,7 @@ impl DeviceRank {
             role,
             phase: Phase::Arrive,
             cursor: 0,
+            first_scan: true,
         }
     }
 
@@ -148,6 +159,7 @@ impl DeviceRank {
                     return self.all_in(once);
                 };
                 if !reached(w.input(i), self.gen) {
+                    self.first_scan = false;
                     return match (self.role, once) {
                         (Role::Leader, _) => Step::Pending,
                         (_, true) => {
@@ -166,6 +178,15 @@ impl DeviceRank {
                 }
                 Step::Continue
             }
+            Phase::AskSleepers => {
+                if w.has_sleepers() {
+                    self.phase = Phase::Raise;
+                    Step::Continue
+                } else {
+                    self.phase = Phase::Done;
+                    Step::Done { raised: false }
+                }
+            }
             Phase::Raise => {
                 let raised = w.raise_output(self.gen);
                 self.phase = Phase::Done;
@@ -178,9 +199,13 @@ impl DeviceRank {
 
     fn all_in(&mut self, once: bool) -> Step {
         match self.role {
-            Role::Peer => {
-                self.phase = Phase::Raise;
+            Role::Peer if self.first_scan => {
+                self.phase = Phase::AskSleepers;
                 Step::Continue
+            }
+            Role::Peer => {
+                self.phase = Phase::Done;
+                Step::Done { raised: false }
             }
             Role::Leader => {
                 self.phase = Phase::Gathered;
@@ -226,13 +251,16 @@ mod tests {
     struct Model {
         inputs: Vec<Cell<u32>>,
         output: Cell<u32>,
+        /// What `has_sleepers` answers (the model has no real sleepers).
+        sleepers: bool,
     }
 
     impl Model {
-        fn new(n: usize, start: u32) -> Self {
+        fn new(n: usize, start: u32, sleepers: bool) -> Self {
             Self {
                 inputs: (0..n).map(|_| Cell::new(start)).collect(),
                 output: Cell::new(start),
+                sleepers,
             }
         }
         fn key(&self) -> (Vec<u32>, u32) {
@@ -261,6 +289,9 @@ mod tests {
                 true
             }
         }
+        fn has_sleepers(&self) -> bool {
+            self.sleepers
+        }
     }
 
     /// One rank of the model: its device state and how many barriers it
@@ -285,7 +316,7 @@ mod tests {
     /// doing `rounds` barriers in a row, from counters at `start`. Checks
     /// that nobody leaves a barrier before everyone entered it, and that no
     /// reachable state is stuck. Returns the number of states seen.
-    fn explore(n: usize, rounds: u32, start: u32, leader: bool) -> usize {
+    fn explore(n: usize, rounds: u32, start: u32, leader: bool, sleepers: bool) -> usize {
         let members: Vec<usize> = (0..n).collect();
         let roles = roles(n, leader);
         let procs: Vec<Proc> = roles
@@ -297,7 +328,7 @@ mod tests {
             })
             .collect();
         let mut seen = HashSet::new();
-        let mut stack = vec![(Model::new(n, start), procs)];
+        let mut stack = vec![(Model::new(n, start, sleepers), procs)];
         while let Some((w, procs)) = stack.pop() {
             if !seen.insert((w.key(), procs.clone())) {
                 continue;
@@ -342,9 +373,9 @@ mod tests {
     #[test]
     fn every_interleaving_small() {
         for n in 1..=4 {
-            for leader in [false, true] {
+            for (leader, sleepers) in [(false, false), (false, true), (true, false)] {
                 let rounds = if n <= 3 { 3 } else { 2 };
-                let states = explore(n, rounds, 0, leader);
+                let states = explore(n, rounds, 0, leader, sleepers);
                 assert!(states > n, "n={n}");
             }
         }
@@ -352,8 +383,8 @@ mod tests {
 
     #[test]
     fn every_interleaving_across_wrap() {
-        explore(3, 3, u32::MAX - 1, false);
-        explore(3, 3, u32::MAX - 1, true);
+        explore(3, 3, u32::MAX - 1, false, true);
+        explore(3, 3, u32::MAX - 1, true, false);
     }
 
     #[test]
@@ -372,7 +403,8 @@ mod tests {
         let members: Vec<usize> = (0..n).collect();
         for leader in [false, true] {
             let roles = roles(n, leader);
-            let w = Model::new(n, 0);
+            // With sleepers announced, the output tracks every barrier.
+            let w = Model::new(n, 0, true);
             let mut devs: Vec<DeviceRank> =
                 (0..n).map(|i| DeviceRank::new(i, 1, roles[i])).collect();
             let mut done = vec![0u32; n];

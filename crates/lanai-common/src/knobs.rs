@@ -38,7 +38,7 @@ knobs! {
     DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
     BARRIER = ("LANAI_BARRIER", "auto", "Barrier algorithm: auto (central when the communicator gets a channel), central (the shared-memory barrier device, a k-ary tree of node leaders across nodes; software when no channel is free), dissemination, pairwise, binomial");
     BARRIER_CHANNELS = ("LANAI_BARRIER_CHANNELS", "64", "Central barrier channels per node; a communicator takes one at its first barrier and frees it with MPI_Comm_free; 0 disables the device");
-    BARRIER_TREE_K = ("LANAI_BARRIER_TREE_K", "4", "Fan-out of the tree of node leaders the central barrier uses across nodes (k >= nodes - 1 is one central device)");
+    BARRIER_TREE_K = ("LANAI_BARRIER_TREE_K", "16", "Fan-out of the tree of node leaders the central barrier uses across nodes; k >= nodes - 1 is one central device (16: measured fastest at 2-8 emulated nodes here, where every hop costs a wake-up)");
     BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto (binomial; scatter_allgather for large messages), binomial, scatter_allgather");
     REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
     ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");

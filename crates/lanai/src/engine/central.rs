@@ -51,6 +51,9 @@ impl Wires for SoloWires {
     fn output(&self) -> u32 {
         self.output.get()
     }
+    fn has_sleepers(&self) -> bool {
+        false
+    }
     fn raise_output(&self, gen: u32) -> bool {
         let up = !reached(self.output.get(), gen);
         if up {
@@ -434,7 +437,7 @@ impl Engine {
     }
 
     /// Sleeps in the futex of channel `ch` until generation `gen` is out
-    /// (or `timeout`), after one last poll of the device.
+    /// (or `timeout`), after announcing itself and one last poll.
     pub(super) fn central_sleep(
         &mut self,
         ch: usize,
@@ -442,16 +445,50 @@ impl Engine {
         timeout: Duration,
     ) -> MpiResult<()> {
         let seen = match self.net.shm.as_ref().and_then(|s| s.device()) {
-            Some(dev) => dev.channel(ch).output(),
+            Some(dev) => {
+                let c = dev.channel(ch);
+                c.announce();
+                c.output()
+            }
             None => return Ok(()),
         };
-        if self.drive_central()? || reached(seen, gen) {
-            return Ok(());
+        let polled = self.drive_central();
+        if let (Ok(false), Some(dev)) = (&polled, self.net.shm.as_ref().and_then(|s| s.device())) {
+            if !reached(seen, gen) {
+                dev.channel(ch).wait(seen, timeout);
+            }
         }
         self.net.counters.sleeps += 1;
         if let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) {
-            dev.channel(ch).sleep(seen, gen, timeout);
+            dev.channel(ch).retire();
         }
-        Ok(())
+        polled.map(|_| ())
+    }
+
+    /// Announces this rank as a sleeper on the channels of its device
+    /// barriers in flight (it is about to sleep in the general wait);
+    /// returns them for [`Engine::central_retire`].
+    pub(super) fn central_announce(&self) -> Vec<usize> {
+        let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) else {
+            return Vec::new();
+        };
+        let mut chans = Vec::new();
+        for op in &self.st.colls.central {
+            if let Ok(Central::Active(Setup { chan: Some(ch), .. })) =
+                self.comms.get(op.comm).map(|c| &c.central)
+            {
+                dev.channel(*ch).announce();
+                chans.push(*ch);
+            }
+        }
+        chans
+    }
+
+    pub(super) fn central_retire(&self, chans: &[usize]) {
+        if let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) {
+            for &ch in chans {
+                dev.channel(ch).retire();
+            }
+        }
     }
 }

@@ -99,6 +99,9 @@ impl Engine {
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(true);
         }
+        // Device barriers in flight raise their output (and ring us) only
+        // for announced sleepers.
+        let announced = self.central_announce();
         // A message may have arrived between the last poll and the flag.
         let ready = self.progress(false)?;
         if !ready {
@@ -111,6 +114,7 @@ impl Engine {
                     if let Some(shm) = self.net.shm.as_ref() {
                         shm.set_sleeping(false);
                     }
+                    self.central_retire(&announced);
                     return Err(self.lost_peer(e));
                 }
             } else if let Some(d) = self.net.doorbell.as_ref() {
@@ -133,6 +137,7 @@ impl Engine {
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(false);
         }
+        self.central_retire(&announced);
         self.check_liveness()
     }
 

@@ -90,10 +90,16 @@ impl<'a> Device<'a> {
                 self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) > 0
                     && self.seg.atomic_u64(rec(ch)).load(Ordering::Relaxed) == key
             });
-            let ch = owned.or_else(|| {
-                (0..self.channels)
-                    .find(|&ch| self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) == 0)
-            })?;
+            let ch = match owned {
+                Some(ch) => ch,
+                None => {
+                    let ch = (0..self.channels).find(|&ch| {
+                        self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) == 0
+                    })?;
+                    self.channel(ch).settle();
+                    ch
+                }
+            };
             self.seg.atomic_u64(rec(ch)).store(key, Ordering::Relaxed);
             self.seg
                 .atomic_u32(rec(ch) + 8)
@@ -148,6 +154,23 @@ pub struct Channel<'a> {
 }
 
 impl Channel<'_> {
+    /// A free channel about to get a new owner: its output may lag its
+    /// inputs (peers raise it only for sleepers), so move it up to the
+    /// highest input; the new owner's generations then start above every
+    /// stale input.
+    fn settle(&self) {
+        let top = (0..self.local_size)
+            .map(|i| self.input_word(i).load(Ordering::SeqCst))
+            .fold(self.output_word().load(Ordering::SeqCst), |a, b| {
+                if reached(b, a) {
+                    b
+                } else {
+                    a
+                }
+            });
+        self.output_word().store(top, Ordering::SeqCst);
+    }
+
     fn output_word(&self) -> &AtomicU32 {
         self.seg.atomic_u32(self.off)
     }
@@ -161,15 +184,22 @@ impl Channel<'_> {
         self.seg.atomic_u32(self.off + (2 + i) * LINE)
     }
 
-    /// Sleeps until the output moves past `seen` (or `timeout` passes, or
-    /// a signal arrives). The sleeper count pairs with [`Channel::wake`]:
-    /// either the waker sees our count, or we see its new output.
-    pub fn sleep(&self, seen: u32, gen: u32, timeout: Duration) {
+    /// Declares that this rank may sleep on the output. Call it before the
+    /// last look at the device: then either that look sees the last
+    /// arrival, or the last arriver sees this count and raises the output.
+    pub fn announce(&self) {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
-        if !reached(self.output_word().load(Ordering::SeqCst), gen) {
-            futex_wait(self.output_word(), seen, timeout);
-        }
+    }
+
+    /// Undoes [`Channel::announce`] after waking.
+    pub fn retire(&self) {
         self.sleepers().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Sleeps (between `announce` and `retire`) while the output still
+    /// reads `seen`, until woken, `timeout`, or a signal.
+    pub fn wait(&self, seen: u32, timeout: Duration) {
+        futex_wait(self.output_word(), seen, timeout);
     }
 
     /// After raising the output: wakes every rank asleep on it, with one
@@ -192,6 +222,10 @@ impl Wires for Channel<'_> {
 
     fn output(&self) -> u32 {
         self.output_word().load(Ordering::SeqCst)
+    }
+
+    fn has_sleepers(&self) -> bool {
+        self.sleepers().load(Ordering::SeqCst) > 0
     }
 
     fn raise_output(&self, gen: u32) -> bool {
@@ -282,6 +316,19 @@ mod tests {
     }
 
     #[test]
+    fn a_reused_channel_starts_above_its_stale_inputs() {
+        let (seg, _) = segment(3, 1);
+        let d = Device::new(&seg, 0, 3, 1).unwrap();
+        let ch = d.claim(5).unwrap();
+        // Barriers ran without sleepers: inputs moved, the output did not.
+        d.channel(ch).set_input(1, 41);
+        d.channel(ch).set_input(2, 40);
+        d.release(ch);
+        assert_eq!(d.claim(6), Some(ch));
+        assert_eq!(d.channel(ch).output(), 41);
+    }
+
+    #[test]
     fn channels_and_inputs_do_not_overlap() {
         let (seg, _) = segment(3, 2);
         let d = Device::new(&seg, 0, 3, 2).unwrap();
@@ -344,7 +391,19 @@ mod tests {
                                     if gen % 2 == 0 || polls % 8 == 0 {
                                         let t = std::time::Instant::now();
                                         let limit = Duration::from_millis(500);
-                                        ch.sleep(ch.output(), gen, limit);
+                                        let seen = ch.output();
+                                        ch.announce();
+                                        let last = dev.poll(&ch, members);
+                                        if !matches!(last, Step::Done { .. }) {
+                                            ch.wait(seen, limit);
+                                        }
+                                        ch.retire();
+                                        if let Step::Done { raised } = last {
+                                            if raised {
+                                                ch.wake();
+                                            }
+                                            break;
+                                        }
                                         if t.elapsed() >= limit {
                                             missed.fetch_add(1, Ordering::SeqCst);
                                         }
@@ -360,9 +419,8 @@ mod tests {
                 });
             }
         });
-        assert_eq!(
-            Device::new(&seg, 0, n, 1).unwrap().channel(0).output(),
-            2000
-        );
+        let ch = Device::new(&seg, 0, n, 1).unwrap().channel(0);
+        assert!((0..n).all(|i| ch.input(i) == 2000));
+        assert!(ch.output() <= 2000);
     }
 }

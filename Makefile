@@ -18,7 +18,8 @@ build:
 	ln -sf libmpi.so.12 build/lib/libmpi.so
 	ln -sf libmpi.so.12 build/lib/libmpich.so
 	install -m 644 include/mpi.h build/include/mpi.h
-	install -m 755 $(OUT)/lanairun $(OUT)/lanaicc $(OUT)/lanai-info build/bin/
+	install -m 755 $(OUT)/lanairun $(OUT)/lanaicc $(OUT)/lanai-info $(OUT)/lanai-devbench build/bin/
+	install -m 755 eval/lanai-eval build/bin/lanai-eval
 	ln -sf lanairun build/bin/mpiexec
 	ln -sf lanairun build/bin/mpirun
 	ln -sf lanaicc build/bin/mpicc
@@ -43,4 +44,4 @@ test: build lint test-rust test-c
 
 clean:
 	$(CARGO) clean
-	rm -rf build tests/c/out
+	rm -rf build tests/c/out eval/build

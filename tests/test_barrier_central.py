@@ -44,11 +44,19 @@ def mpich_exe():
 @pytest.mark.parametrize("nranks,nodes", SHAPES, ids=[f"n{n}-nodes{k}" for n, k in SHAPES])
 def test_barriers_hold_everyone(lanai_exe, nranks, nodes, barrier):
     env = {"LANAI_BARRIER": barrier}
-    if nodes > 1:
-        # A fan-out of 1 makes the tree of node leaders a chain: the
-        # deepest tree these layouts can have.
-        env["LANAI_BARRIER_TREE_K"] = "1" if nranks % 2 else "2"
+    if nodes > 2:
+        # Leaders then run a one-level tree (two leaders exchange instead).
+        env["LANAI_BARRIER_TREE_K"] = str(nodes - 1)
     r = run_job(lanairun_argv(lanai_exe, nranks, nodes, ["all"]), lanai_exe, env)
+    assert_passed(r, NAME)
+    assert_clean(r)
+
+
+def test_two_level_tree_of_leaders(lanai_exe):
+    # 16 leaders with fan-out 4: a two-level tree (4 hops against 4 rounds
+    # of dissemination, so the tree is chosen).
+    env = {"LANAI_BARRIER": "central", "LANAI_BARRIER_TREE_K": "4"}
+    r = run_job(lanairun_argv(lanai_exe, 16, 16, ["many", "300"]), lanai_exe, env)
     assert_passed(r, NAME)
     assert_clean(r)
 

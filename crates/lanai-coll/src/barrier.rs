@@ -63,6 +63,28 @@ pub fn barrier(
     })
 }
 
+/// The barrier among node leaders for the central device: the k-ary tree
+/// (seed 002's tree of devices), unless dissemination has fewer message
+/// latencies in sequence: `ceil(log2 L)` rounds against the tree's `2 *
+/// depth` hops. Two leaders are the case that matters: one exchange
+/// against an arrival and a release.
+pub fn leaders_barrier(
+    rank: u32,
+    size: u32,
+    k: u32,
+) -> Result<Box<dyn Collective + Send>, CollError> {
+    if leaders_use_tree(size, k) {
+        Ok(Box::new(KaryTree::new(rank, size, k)?))
+    } else {
+        Ok(Box::new(Dissemination::new(rank, size)?))
+    }
+}
+
+/// Whether [`leaders_barrier`] picks the tree for `size` leaders.
+pub fn leaders_use_tree(size: u32, k: u32) -> bool {
+    u32::from(tree::ceil_log2(size)) >= 2 * tree::kary_depth(size, k)
+}
+
 /// Decodes a barrier message: header only, no payload.
 fn decode_empty(from: u32, data: &[u8]) -> Result<Header, CollError> {
     let (h, payload) = decode(from, data)?;

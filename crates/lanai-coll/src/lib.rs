@@ -39,7 +39,10 @@ pub use allreduce::{
     UnknownAlgorithm, AUTO_RECURSIVE_DOUBLING_MAX,
 };
 pub use alltoall::{Alltoall, Alltoallv};
-pub use barrier::{barrier, BarrierAlgo, Binomial, Dissemination, KaryTree, PairwiseExchange};
+pub use barrier::{
+    barrier, leaders_barrier, leaders_use_tree, BarrierAlgo, Binomial, Dissemination, KaryTree,
+    PairwiseExchange,
+};
 pub use bcast::{bcast, Bcast, BcastAlgo, ScatterAllgather, BCAST_AUTO_SCATTER_ALLGATHER_MIN};
 pub use error::{CollError, OpError};
 pub use gather::{Gather, Gatherv};

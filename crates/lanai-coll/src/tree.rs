@@ -48,6 +48,17 @@ pub(crate) fn kary_parent(v: u32, k: u32) -> Option<u32> {
     (v > 0).then(|| (v - 1) / k)
 }
 
+/// Depth of the k-ary tree over `0..size` (0 for a single node).
+pub(crate) fn kary_depth(size: u32, k: u32) -> u32 {
+    let (mut depth, mut covered, mut level) = (0u32, 1u64, 1u64);
+    while covered < u64::from(size) {
+        level = level.saturating_mul(u64::from(k.max(1)));
+        covered = covered.saturating_add(level);
+        depth += 1;
+    }
+    depth
+}
+
 /// Converts between absolute ranks and ranks relative to `root`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relative {
@@ -107,6 +118,33 @@ mod tests {
                 }
                 assert_eq!(seen[0], 0);
                 assert!(seen[1..].iter().all(|&n| n == 1), "k {k} size {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn kary_depths() {
+        assert_eq!(kary_depth(1, 4), 0);
+        assert_eq!(kary_depth(2, 4), 1);
+        assert_eq!(kary_depth(5, 4), 1);
+        assert_eq!(kary_depth(6, 4), 2);
+        assert_eq!(kary_depth(8, 2), 3);
+        assert_eq!(kary_depth(7, 2), 2);
+        assert_eq!(kary_depth(4, 1), 3);
+        for k in 1..=5u32 {
+            for size in 1..=60u32 {
+                let deepest = (0..size)
+                    .map(|mut v| {
+                        let mut d = 0;
+                        while let Some(p) = kary_parent(v, k) {
+                            v = p;
+                            d += 1;
+                        }
+                        d
+                    })
+                    .max()
+                    .unwrap();
+                assert_eq!(kary_depth(size, k), deepest, "k {k} size {size}");
             }
         }
     }

@@ -315,6 +315,26 @@ fn kary_barrier_every_order_small() {
     assert_eq!(KaryTree::new(0, 4, 0).err(), Some(CollError::ZeroFanOut));
 }
 
+#[test]
+fn leaders_pick_by_message_latencies_in_sequence() {
+    // (leaders, fan-out, tree?): two leaders exchange once rather than
+    // arrive and release; a flat tree takes 2 hops against 3+ rounds.
+    for (l, k, tree) in [
+        (1, 16, true),
+        (2, 16, false),
+        (3, 16, true),
+        (4, 16, true),
+        (8, 16, true),
+        (8, 2, false),
+        (16, 4, true),
+    ] {
+        assert_eq!(lanai_coll::leaders_use_tree(l, k), tree, "L={l} k={k}");
+        for r in 0..l {
+            assert!(lanai_coll::leaders_barrier(r, l, k).is_ok());
+        }
+    }
+}
+
 // ---------------------------------------------------------------- bcast
 
 #[test]

@@ -13,7 +13,7 @@ use super::error::{MpiError, MpiResult};
 use super::request::Op;
 use super::Engine;
 use lanai_coll::central::{reached, DeviceRank, Role, Step, Wires};
-use lanai_coll::KaryTree;
+use lanai_coll::leaders_barrier;
 use std::cell::Cell;
 use std::time::Duration;
 
@@ -99,6 +99,12 @@ pub struct CentralOp {
     seq: u32,
     /// The leader's tree instance, once the node's inputs are all in.
     tree_req: Option<usize>,
+}
+
+impl CentralOp {
+    pub fn comm(&self) -> usize {
+        self.comm
+    }
 }
 
 /// What the device told a barrier in flight, applied after the borrow ends.
@@ -404,10 +410,10 @@ impl Engine {
         else {
             return Err(MpiError::internal("node leader without a tree"));
         };
-        let m = KaryTree::new(tree.me, tree.leaders.len() as u32, tree.k)
+        let m = leaders_barrier(tree.me, tree.leaders.len() as u32, tree.k)
             .map_err(|e| MpiError::internal(format!("barrier tree: {e}")))?;
         let (ctx, me, map) = (cm.coll_ctx(), tree.me, RankMap::List(tree.leaders.clone()));
-        self.start_instance(ctx, seq, me, map, Box::new(m), None)
+        self.start_instance(ctx, seq, me, map, m, None)
     }
 
     /// When this rank waits on nothing but a central barrier it does not

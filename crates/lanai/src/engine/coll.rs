@@ -148,6 +148,11 @@ impl Colls {
     pub fn has_work(&self) -> bool {
         self.dirty
     }
+
+    /// Device barriers in flight on communicator `comm`.
+    pub fn central_on(&self, comm: usize) -> usize {
+        self.central.iter().filter(|o| o.comm() == comm).count()
+    }
 }
 
 /// A machine refused its arguments: mostly counts that do not add up, which

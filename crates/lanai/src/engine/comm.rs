@@ -353,6 +353,10 @@ impl Engine {
 
     /// `MPI_Comm_free`: drops the communicator and gives back its barrier channel.
     pub fn comm_free(&mut self, idx: usize) -> MpiResult<()> {
+        // MPI lets a communicator be freed under a pending nonblocking
+        // barrier; a device barrier needs its channel until it is out (every
+        // member started it already, so this wait ends).
+        self.wait_until(|e| e.st.colls.central_on(idx) == 0)?;
         let comm = self.comms.free(idx)?;
         self.central_forget(comm.central);
         Ok(())

@@ -389,6 +389,12 @@ impl Engine {
     }
 
     pub fn ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
+        if self.comms.get(comm)?.size == 1 {
+            // Alone: nothing to wait for, and no sequence number to keep in step.
+            let req = self.st.reqs.insert(Op::Coll);
+            self.st.reqs.complete(req, coll_status());
+            return Ok(req);
+        }
         if let Some(req) = self.central_barrier(comm)? {
             return Ok(req);
         }

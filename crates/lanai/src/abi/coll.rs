@@ -5,12 +5,13 @@
 //!
 //! Barrier, broadcast and reduce live here; the rest in the submodules.
 
-mod exchange;
-mod rooted;
-mod scans;
+pub(super) mod exchange;
+pub(super) mod rooted;
+pub(super) mod scans;
 
 use super::consts as c;
 use super::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use super::datatype::staging::{self as staged, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
@@ -18,7 +19,7 @@ use crate::engine::coll::Combiner;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
-use lanai_coll::{Layout, Predefined};
+use lanai_coll::Layout;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
@@ -41,11 +42,7 @@ fn comm_info(e: &Engine, comm: MPI_Comm) -> MpiResult<(usize, u32, u32)> {
 }
 
 fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
-    let elem = types::reduce_elem(dt)?;
-    let op = types::op(op)?;
-    Predefined::new(op, elem)
-        .map(|p| Box::new(p) as Combiner)
-        .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
+    super::ops::combiner(dt, op)
 }
 
 fn in_place(p: *const c_void) -> bool {
@@ -274,8 +271,12 @@ unsafe fn bcast(
 }
 
 mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffer, valid for the call.
-    blocking("MPI_Bcast", comm, |e| unsafe { bcast(e, buffer, count, datatype, root, comm) })
+    staged::blocking("MPI_Bcast", comm, |rank, _| {
+        let how = if rank as c_int == root { Use::INPUT } else { Use::OUTPUT };
+        // SAFETY: the caller's buffer, valid for the call.
+        Ok(vec![unsafe { Staged::new(buffer, count, datatype, how)? }])
+    // SAFETY: the staged buffer lives until the collective completes.
+    }, |e, a| unsafe { bcast(e, a[0].ptr(), a[0].count(), a[0].dt(), root, comm) })
 }}
 
 mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -325,9 +326,39 @@ unsafe fn reduce(
     e.ireduce(ci, data, out, root, comb)
 }
 
+/// A reduction's buffer argument: with a predefined operation a derived
+/// type made of one basic kind is reduced as that kind; user operations
+/// see the caller's datatype unchanged.
+///
+/// # Safety
+/// As for [`Staged::new`].
+unsafe fn reduce_arg(
+    p: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    how: Use,
+) -> MpiResult<Staged> {
+    if types::op(op).is_ok() {
+        // SAFETY: forwarded.
+        unsafe { Staged::new(p, count, dt, how.reduce()) }
+    } else {
+        Ok(Staged::pass(p, count, dt))
+    }
+}
+
 mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Reduce", comm, |e| unsafe { reduce(e, sendbuf, recvbuf, count, datatype, op, root, comm) })
+    staged::blocking("MPI_Reduce", comm, |rank, _| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
+            if rank as c_int == root { reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)? } else { Staged::pass(recvbuf, count, datatype) },
+        ]) }
+    }, |e, a| {
+        let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+        // SAFETY: the staged buffers live until the collective completes.
+        unsafe { reduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, root, comm) }
+    })
 }}
 
 mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -361,8 +392,17 @@ unsafe fn allreduce(
 }
 
 mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Allreduce", comm, |e| unsafe { allreduce(e, sendbuf, recvbuf, count, datatype, op, comm) })
+    staged::blocking("MPI_Allreduce", comm, |_, _| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
+            reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
+        ]) }
+    }, |e, a| {
+        let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+        // SAFETY: the staged buffers live until the collective completes.
+        unsafe { allreduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm) }
+    })
 }}
 
 mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {

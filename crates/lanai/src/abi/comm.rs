@@ -30,7 +30,8 @@ fn check_out<T>(p: *mut T, what: &str) -> MpiResult<()> {
     }
 }
 
-/// `MPI_Comm_dup` and its variants. Info hints are accepted and ignored.
+/// `MPI_Comm_dup` and its variants (attributes are copied by the caller,
+/// outside the engine). Info hints are checked and ignored.
 fn dup(e: &mut Engine, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
     check_out(newcomm, "newcomm")?;
     let idx = e.comm_dup(comm_idx(comm)?)?;
@@ -39,11 +40,16 @@ fn dup(e: &mut Engine, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> 
 }
 
 mpi_fn! { MPI_Comm_dup / PMPI_Comm_dup (comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_dup", Some(comm), |e| dup(e, comm, newcomm))
+    let rc = call("MPI_Comm_dup", Some(comm), |e| dup(e, comm, newcomm));
+    super::attr::after_comm_dup("MPI_Comm_dup", rc, comm, newcomm)
 }}
 
-mpi_fn! { MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info (comm: MPI_Comm, _info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_dup_with_info", Some(comm), |e| dup(e, comm, newcomm))
+mpi_fn! { MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info (comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    let rc = call("MPI_Comm_dup_with_info", Some(comm), |e| {
+        super::info::check_arg(info)?;
+        dup(e, comm, newcomm)
+    });
+    super::attr::after_comm_dup("MPI_Comm_dup_with_info", rc, comm, newcomm)
 }}
 
 /// `MPI_Comm_idup`: the context agreement runs to completion inside the
@@ -64,11 +70,16 @@ fn idup(
 }
 
 mpi_fn! { MPI_Comm_idup / PMPI_Comm_idup (comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
-    call("MPI_Comm_idup", Some(comm), |e| idup(e, comm, newcomm, request))
+    let rc = call("MPI_Comm_idup", Some(comm), |e| idup(e, comm, newcomm, request));
+    super::attr::after_comm_dup("MPI_Comm_idup", rc, comm, newcomm)
 }}
 
-mpi_fn! { MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info (comm: MPI_Comm, _info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
-    call("MPI_Comm_idup_with_info", Some(comm), |e| idup(e, comm, newcomm, request))
+mpi_fn! { MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info (comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let rc = call("MPI_Comm_idup_with_info", Some(comm), |e| {
+        super::info::check_arg(info)?;
+        idup(e, comm, newcomm, request)
+    });
+    super::attr::after_comm_dup("MPI_Comm_idup_with_info", rc, comm, newcomm)
 }}
 
 mpi_fn! { MPI_Comm_split / PMPI_Comm_split (comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
@@ -121,6 +132,11 @@ mpi_fn! { MPI_Comm_free / PMPI_Comm_free (comm: *mut MPI_Comm) -> c_int {
     }
     // SAFETY: checked non-null; the caller's handle.
     let h = unsafe { *comm };
+    // Attribute delete callbacks run first; if one fails, nothing is freed.
+    let rc = super::attr::before_comm_free("MPI_Comm_free", h);
+    if rc != c::MPI_SUCCESS {
+        return rc;
+    }
     call("MPI_Comm_free", Some(h), |e| {
         e.comm_free(comm_idx(h)?)?;
         // SAFETY: checked non-null above.

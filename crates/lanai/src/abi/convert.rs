@@ -11,6 +11,7 @@
 //! are implemented these two need a handle table.
 
 use super::consts::*;
+use std::os::raw::c_int;
 // ---- Integer handles: the Fortran handle is the C handle ----
 
 crate::mpi_fn! { MPI_Comm_c2f / PMPI_Comm_c2f (comm: MPI_Comm) -> MPI_Fint { comm } }
@@ -67,6 +68,36 @@ crate::mpi_fn! {
         addr1.wrapping_sub(addr2)
     }
 }
+
+// ---- MPI 5.0 integer conversions (`*_toint`/`*_fromint`) ----
+// mpi4py binds these weakly; with integer handles they are the identity.
+
+crate::mpi_fn! { MPI_Comm_toint / PMPI_Comm_toint (comm: MPI_Comm) -> c_int { comm } }
+crate::mpi_fn! { MPI_Comm_fromint / PMPI_Comm_fromint (comm: c_int) -> MPI_Comm { comm } }
+crate::mpi_fn! { MPI_Type_toint / PMPI_Type_toint (datatype: MPI_Datatype) -> c_int { datatype } }
+crate::mpi_fn! { MPI_Type_fromint / PMPI_Type_fromint (datatype: c_int) -> MPI_Datatype { datatype } }
+crate::mpi_fn! { MPI_Group_toint / PMPI_Group_toint (group: MPI_Group) -> c_int { group } }
+crate::mpi_fn! { MPI_Group_fromint / PMPI_Group_fromint (group: c_int) -> MPI_Group { group } }
+crate::mpi_fn! { MPI_Request_toint / PMPI_Request_toint (request: MPI_Request) -> c_int { request } }
+crate::mpi_fn! { MPI_Request_fromint / PMPI_Request_fromint (request: c_int) -> MPI_Request { request } }
+crate::mpi_fn! { MPI_Op_toint / PMPI_Op_toint (op: MPI_Op) -> c_int { op } }
+crate::mpi_fn! { MPI_Op_fromint / PMPI_Op_fromint (op: c_int) -> MPI_Op { op } }
+crate::mpi_fn! { MPI_Info_toint / PMPI_Info_toint (info: MPI_Info) -> c_int { info } }
+crate::mpi_fn! { MPI_Info_fromint / PMPI_Info_fromint (info: c_int) -> MPI_Info { info } }
+crate::mpi_fn! {
+    MPI_Errhandler_toint / PMPI_Errhandler_toint (errhandler: MPI_Errhandler) -> c_int { errhandler }
+}
+crate::mpi_fn! {
+    MPI_Errhandler_fromint / PMPI_Errhandler_fromint (errhandler: c_int) -> MPI_Errhandler { errhandler }
+}
+crate::mpi_fn! { MPI_Win_toint / PMPI_Win_toint (win: MPI_Win) -> c_int { win } }
+crate::mpi_fn! { MPI_Win_fromint / PMPI_Win_fromint (win: c_int) -> MPI_Win { win } }
+crate::mpi_fn! { MPI_Message_toint / PMPI_Message_toint (message: MPI_Message) -> c_int { message } }
+crate::mpi_fn! { MPI_Message_fromint / PMPI_Message_fromint (message: c_int) -> MPI_Message { message } }
+crate::mpi_fn! { MPI_Session_toint / PMPI_Session_toint (session: MPI_Session) -> c_int { session } }
+crate::mpi_fn! { MPI_Session_fromint / PMPI_Session_fromint (session: c_int) -> MPI_Session { session } }
+crate::mpi_fn! { MPI_File_toint / PMPI_File_toint (file: MPI_File) -> c_int { let _ = file; 0 } }
+crate::mpi_fn! { MPI_File_fromint / PMPI_File_fromint (file: c_int) -> MPI_File { let _ = file; MPI_FILE_NULL } }
 
 #[cfg(test)]
 mod tests {

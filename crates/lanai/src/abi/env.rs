@@ -1,13 +1,13 @@
-//! Environment management: init, finalize, queries, error handlers, and the
-//! predefined attributes.
+//! Environment management: init, finalize and queries. Error handlers are
+//! in `errhandler.rs`, attributes in `attr.rs`.
 
 use super::consts as c;
-use super::consts::{MPI_Comm, MPI_Errhandler};
+use super::consts::MPI_Comm;
 use super::{call, comm_idx, errors, state};
 use crate::engine::error::MpiError;
-use crate::engine::{Engine, TAG_UB};
+use crate::engine::Engine;
 use crate::mpi_fn;
-use std::ffi::{c_char, c_void};
+use std::ffi::c_char;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::OnceLock;
@@ -89,6 +89,11 @@ mpi_fn! { MPI_Finalized / PMPI_Finalized (flag: *mut c_int) -> c_int {
 }}
 
 mpi_fn! { MPI_Finalize / PMPI_Finalize () -> c_int {
+    // Attribute delete callbacks on MPI_COMM_SELF run first, while MPI is whole.
+    let rc = super::attr::at_finalize();
+    if rc != c::MPI_SUCCESS {
+        return rc;
+    }
     let rc = call("MPI_Finalize", None, |e| e.finalize());
     if rc == c::MPI_SUCCESS {
         state::set_finalized();
@@ -203,30 +208,6 @@ mpi_fn! { MPI_Wtick / PMPI_Wtick () -> f64 {
     1e-9
 }}
 
-mpi_fn! { MPI_Error_string / PMPI_Error_string (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    if string.is_null() || resultlen.is_null() {
-        return errors::raise("MPI_Error_string", None, MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
-    }
-    if !errors::is_valid(errorcode) {
-        return errors::raise("MPI_Error_string", None, MpiError::new(c::MPI_ERR_ARG, format!("invalid error code {errorcode}")));
-    }
-    // SAFETY: the standard sizes `string` at MPI_MAX_ERROR_STRING.
-    unsafe { *resultlen = write_cstr(string, c::MPI_MAX_ERROR_STRING as usize, errors::class_string(errorcode)) };
-    c::MPI_SUCCESS
-}}
-
-mpi_fn! { MPI_Error_class / PMPI_Error_class (errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    if errorclass.is_null() {
-        return errors::raise("MPI_Error_class", None, MpiError::new(c::MPI_ERR_ARG, "errorclass is NULL"));
-    }
-    if !errors::is_valid(errorcode) {
-        return errors::raise("MPI_Error_class", None, MpiError::new(c::MPI_ERR_ARG, format!("invalid error code {errorcode}")));
-    }
-    // SAFETY: checked non-null.
-    unsafe { *errorclass = errorcode };
-    c::MPI_SUCCESS
-}}
-
 mpi_fn! { MPI_Comm_rank / PMPI_Comm_rank (comm: MPI_Comm, rank: *mut c_int) -> c_int {
     call("MPI_Comm_rank", Some(comm), |e| {
         let r = e.comms.get(comm_idx(comm)?)?.rank;
@@ -247,88 +228,6 @@ mpi_fn! { MPI_Comm_size / PMPI_Comm_size (comm: MPI_Comm, size: *mut c_int) -> c
         }
         // SAFETY: checked non-null.
         unsafe { *size = s as c_int };
-        Ok(())
-    })
-}}
-
-fn check_errhandler(h: MPI_Errhandler) -> Result<(), MpiError> {
-    match h {
-        c::MPI_ERRORS_ARE_FATAL | c::MPI_ERRORS_RETURN | c::MPI_ERRORS_ABORT => Ok(()),
-        _ => Err(MpiError::new(
-            c::MPI_ERR_ARG,
-            format!("invalid or unsupported error handler 0x{:08x}", h as u32),
-        )),
-    }
-}
-
-mpi_fn! { MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler (comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    call("MPI_Comm_set_errhandler", Some(comm), |e| {
-        check_errhandler(errhandler)?;
-        e.comms.get_mut(comm_idx(comm)?)?.errhandler = errhandler;
-        Ok(())
-    })
-}}
-
-mpi_fn! { MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler (comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    call("MPI_Comm_get_errhandler", Some(comm), |e| {
-        let h = e.comms.get(comm_idx(comm)?)?.errhandler;
-        if errhandler.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "errhandler is NULL"));
-        }
-        // SAFETY: checked non-null.
-        unsafe { *errhandler = h };
-        Ok(())
-    })
-}}
-
-mpi_fn! { MPI_Errhandler_free / PMPI_Errhandler_free (errhandler: *mut MPI_Errhandler) -> c_int {
-    if errhandler.is_null() {
-        return errors::raise("MPI_Errhandler_free", None, MpiError::new(c::MPI_ERR_ARG, "errhandler is NULL"));
-    }
-    // Predefined handlers are never really freed; the handle becomes null.
-    // SAFETY: checked non-null.
-    unsafe { *errhandler = c::MPI_ERRHANDLER_NULL };
-    c::MPI_SUCCESS
-}}
-
-/// Values behind the predefined attributes; C receives pointers to them.
-static ATTR_TAG_UB: AtomicI32 = AtomicI32::new(TAG_UB);
-static ATTR_HOST: AtomicI32 = AtomicI32::new(c::MPI_PROC_NULL);
-static ATTR_IO: AtomicI32 = AtomicI32::new(c::MPI_ANY_SOURCE);
-static ATTR_WTIME_GLOBAL: AtomicI32 = AtomicI32::new(0);
-static ATTR_UNIVERSE: AtomicI32 = AtomicI32::new(1);
-static ATTR_APPNUM: AtomicI32 = AtomicI32::new(0);
-static ATTR_LASTUSED: AtomicI32 = AtomicI32::new(c::MPI_ERR_LASTCODE);
-
-mpi_fn! { MPI_Comm_get_attr / PMPI_Comm_get_attr (comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    call("MPI_Comm_get_attr", Some(comm), |e| {
-        comm_idx(comm)?;
-        if attribute_val.is_null() || flag.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
-        }
-        ATTR_UNIVERSE.store(e.job.size as i32, Ordering::Relaxed);
-        ATTR_APPNUM.store(e.job.appnum, Ordering::Relaxed);
-        let cell = match keyval {
-            c::MPI_TAG_UB => Some(&ATTR_TAG_UB),
-            c::MPI_HOST => Some(&ATTR_HOST),
-            c::MPI_IO => Some(&ATTR_IO),
-            c::MPI_WTIME_IS_GLOBAL => Some(&ATTR_WTIME_GLOBAL),
-            c::MPI_UNIVERSE_SIZE => Some(&ATTR_UNIVERSE),
-            c::MPI_APPNUM => Some(&ATTR_APPNUM),
-            c::MPI_LASTUSEDCODE => Some(&ATTR_LASTUSED),
-            _ => None,
-        };
-        // SAFETY: both checked non-null; for predefined keyvals the
-        // attribute value is a pointer to int, written through `void **`.
-        unsafe {
-            match cell {
-                Some(v) => {
-                    *(attribute_val as *mut *mut c_int) = v.as_ptr();
-                    *flag = 1;
-                }
-                None => *flag = 0,
-            }
-        }
         Ok(())
     })
 }}

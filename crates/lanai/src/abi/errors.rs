@@ -2,7 +2,6 @@
 
 use super::consts as c;
 use super::state;
-use crate::engine::comm;
 use crate::engine::error::MpiError;
 use lanai_common::say;
 use std::os::raw::c_int;
@@ -45,19 +44,16 @@ pub fn is_valid(code: c_int) -> bool {
 }
 
 /// Reports a failed call through the error handler of `comm_idx`: returns
-/// the class under `MPI_ERRORS_RETURN`, or prints one line and ends the job.
+/// the class under `MPI_ERRORS_RETURN` or after a user handler ran, or
+/// prints one line and ends the job.
 pub fn raise(func: &str, comm_idx: Option<usize>, err: MpiError) -> c_int {
-    let errh = state::with_engine(|e| {
-        let idx = comm_idx.unwrap_or(comm::WORLD);
-        Ok(e.comms
-            .get(idx)
-            .or_else(|_| e.comms.get(comm::WORLD))
-            .map(|c| c.errhandler)
-            .unwrap_or(c::MPI_ERRORS_ARE_FATAL))
-    })
-    .unwrap_or(c::MPI_ERRORS_ARE_FATAL);
+    let (handle, errh) = super::errhandler::handler_for(comm_idx);
     if errh == c::MPI_ERRORS_RETURN {
         return err.class;
+    }
+    if let Some(f) = super::errhandler::user_function(errh) {
+        // Runs with no engine borrow held: the handler may call MPI.
+        return super::errhandler::invoke(f, handle, err.class);
     }
     if err.peer_failure {
         // This is an echo of another rank's failure; the launcher is about to

@@ -10,18 +10,27 @@ use std::os::raw::c_int;
 
 pub mod consts;
 pub mod convert;
+pub mod datatype;
 pub mod errors;
 pub mod exported_data;
+pub mod ops;
 pub mod state;
 pub mod types;
 pub mod userbuf;
 
+mod attr;
 mod coll;
 mod comm;
 mod env;
+mod errhandler;
 mod group;
+mod info;
+mod large_count;
 mod p2p;
+mod pair_types;
 mod requests;
+mod status;
+mod topo;
 
 pub use errors::unsupported;
 

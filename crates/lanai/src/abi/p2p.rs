@@ -2,8 +2,10 @@
 
 use super::consts as c;
 use super::consts::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
+use super::datatype::staging::{self, Pending};
 use super::requests::{finish_blocking, handle_of, new_done_request};
-use super::{call, check_tag, comm_idx, types, user_buf, write_status};
+use super::userbuf::UserBuf;
+use super::{call, check_tag, comm_idx, datatype, types, user_buf, write_status};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Persistent, SendMode, Status};
 use crate::engine::{proc_null_status, Engine};
@@ -28,9 +30,14 @@ unsafe fn isend(
 ) -> MpiResult<Option<usize>> {
     let ci = comm_idx(comm)?;
     // SAFETY: forwarded.
-    let b = unsafe { user_buf(buf, count, dt)? };
+    let (b, keep) = unsafe { staging::send_buf(buf, count, dt)? };
     check_tag(tag, false)?;
-    e.start_send(ci, dest, tag, b, mode)
+    let r = e.start_send(ci, dest, tag, b, mode)?;
+    // A packed temporary lives until the send completes.
+    if let (Some(r), Some(p)) = (r, keep) {
+        staging::hold(e, r, p);
+    }
+    Ok(r)
 }
 
 macro_rules! blocking_send {
@@ -90,9 +97,14 @@ unsafe fn irecv(
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
     // SAFETY: forwarded.
-    let b = unsafe { user_buf(buf, count, dt)? };
+    let (b, keep) = unsafe { staging::recv_buf(buf, count, dt)? };
     check_tag(tag, true)?;
-    e.start_recv(ci, src, tag, b)
+    let r = e.start_recv(ci, src, tag, b)?;
+    // Unpacked into the user layout when the request completes.
+    if let Some(p) = keep {
+        staging::hold(e, r, p);
+    }
+    Ok(r)
 }
 
 mpi_fn! { MPI_Recv / PMPI_Recv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
@@ -133,12 +145,18 @@ mpi_fn! { MPI_Sendrecv / PMPI_Sendrecv (sendbuf: *const c_void, sendcount: c_int
 mpi_fn! { MPI_Sendrecv_replace / PMPI_Sendrecv_replace (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     call("MPI_Sendrecv_replace", Some(comm), |e| {
-        // Send from a copy so the receive can land in place.
+        // Send from a (packed) copy so the receive can land in place.
+        let ci = comm_idx(comm)?;
         // SAFETY: the caller's buffer, valid for the call's duration.
-        let b = unsafe { user_buf(buf, count, datatype)? };
-        let copy = b.as_slice().to_vec();
+        let (b, keep) = unsafe { staging::send_buf(buf, count, datatype)? };
+        let mut copy = match keep {
+            Some(Pending::Send(t)) => t,
+            _ => b.as_slice().to_vec(),
+        };
+        check_tag(sendtag, false)?;
         // SAFETY: `copy` outlives the send, which completes below.
-        let sr = unsafe { isend(e, copy.as_ptr().cast(), count, datatype, dest, sendtag, comm, SendMode::Standard)? };
+        let cb = unsafe { UserBuf::new(copy.as_mut_ptr(), copy.len()) };
+        let sr = e.start_send(ci, dest, sendtag, cb, SendMode::Standard)?;
         // SAFETY: as above.
         let rr = unsafe { irecv(e, buf, count, datatype, source, recvtag, comm)? };
         if let Some(s) = sr {
@@ -265,7 +283,7 @@ unsafe fn start_mrecv(
     // SAFETY: checked non-null.
     let h = unsafe { *message };
     // SAFETY: forwarded.
-    let b = unsafe { user_buf(buf, count, dt)? };
+    let (b, keep) = unsafe { staging::recv_buf(buf, count, dt)? };
     // SAFETY: checked non-null.
     unsafe { *message = c::MPI_MESSAGE_NULL };
     if h == c::MPI_MESSAGE_NO_PROC {
@@ -281,7 +299,11 @@ unsafe fn start_mrecv(
                 format!("invalid message handle 0x{:08x}", h as u32),
             )
         })?;
-    e.mrecv(msg, b).map(Some)
+    let r = e.mrecv(msg, b)?;
+    if let Some(p) = keep {
+        staging::hold(e, r, p);
+    }
+    Ok(Some(r))
 }
 
 mpi_fn! { MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
@@ -315,73 +337,88 @@ mpi_fn! { MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, datatype: MP
 
 // ---- counts ----
 
-fn count_of(status: *const MPI_Status, dt: MPI_Datatype) -> MpiResult<c_int> {
+/// The byte count of a status argument.
+fn status_bytes(status: *const MPI_Status) -> MpiResult<u64> {
     if status.is_null() || status as usize == c::MPI_STATUS_IGNORE {
         return Err(MpiError::new(
             c::MPI_ERR_ARG,
             "status is NULL or MPI_STATUS_IGNORE",
         ));
     }
-    let size = types::type_size(dt)?;
     // SAFETY: checked to be a real status pointer.
-    let (bytes, _) = super::status_count(unsafe { &*status });
-    Ok(if size == 0 {
-        0
-    } else if bytes % size as u64 != 0 {
-        c::MPI_UNDEFINED
+    Ok(super::status_count(unsafe { &*status }).0)
+}
+
+/// Whole instances of `dt` in a status (`None`: `MPI_UNDEFINED`).
+/// Predefined types count in the bytes the engine moves per element.
+fn count_of(status: *const MPI_Status, dt: MPI_Datatype) -> MpiResult<Option<u64>> {
+    let bytes = status_bytes(status)?;
+    let size = if datatype::is_derived(dt) {
+        datatype::resolve(dt)?.size()
     } else {
-        c_int::try_from(bytes / size as u64).unwrap_or(c::MPI_UNDEFINED)
+        types::type_size(dt)? as u64
+    };
+    Ok(if size == 0 {
+        Some(0)
+    } else {
+        (bytes % size == 0).then_some(bytes / size)
     })
 }
 
-mpi_fn! { MPI_Get_count / PMPI_Get_count (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    call("MPI_Get_count", None, |_| {
-        let n = count_of(status, datatype)?;
-        if count.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
-        }
-        // SAFETY: checked non-null.
-        unsafe { *count = n };
-        Ok(())
-    })
-}}
+/// Basic elements in a status (`None`: `MPI_UNDEFINED`).
+fn elements_of(status: *const MPI_Status, dt: MPI_Datatype) -> MpiResult<Option<u64>> {
+    if datatype::is_derived(dt) {
+        let bytes = status_bytes(status)?;
+        return Ok(datatype::resolve(dt)?.elements_in_bytes(bytes));
+    }
+    // A pair type (MPI_2INT, MPI_DOUBLE_INT, ...) holds two elements.
+    let per = datatype::resolve(dt).map_or(1, |d| d.elements());
+    Ok(count_of(status, dt)?.and_then(|n| n.checked_mul(per)))
+}
 
-mpi_fn! { MPI_Get_elements / PMPI_Get_elements (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    // Predefined datatypes: elements and count coincide.
-    call("MPI_Get_elements", None, |_| {
-        let n = count_of(status, datatype)?;
-        if count.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
-        }
-        // SAFETY: checked non-null.
-        unsafe { *count = n };
-        Ok(())
-    })
-}}
+/// Writes a count, `MPI_UNDEFINED` when absent or too large for `T`.
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn put_count<T: TryFrom<u64> + From<c_int>>(out: *mut T, n: Option<u64>) -> MpiResult<()> {
+    if out.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
+    }
+    let v = n
+        .and_then(|n| T::try_from(n).ok())
+        .unwrap_or_else(|| T::from(c::MPI_UNDEFINED));
+    // SAFETY: checked non-null.
+    unsafe { out.write(v) };
+    Ok(())
+}
 
-mpi_fn! { MPI_Get_elements_x / PMPI_Get_elements_x (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c::MPI_Count) -> c_int {
-    call("MPI_Get_elements_x", None, |_| {
-        let n = count_of(status, datatype)?;
-        if count.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "count is NULL"));
-        }
-        // SAFETY: checked non-null.
-        unsafe { *count = c::MPI_Count::from(n) };
-        Ok(())
-    })
-}}
+macro_rules! count_fn {
+    ($name:ident, $pname:ident, $t:ty, $f:ident) => {
+        mpi_fn! { $name / $pname (status: *const MPI_Status, datatype: MPI_Datatype, count: *mut $t) -> c_int {
+            call(stringify!($name), None, |_| {
+                let n = $f(status, datatype)?;
+                // SAFETY: the caller's output argument.
+                unsafe { put_count(count, n) }
+            })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Type_size / PMPI_Type_size (datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    call("MPI_Type_size", None, |_| {
-        let s = types::type_size(datatype)?;
-        if size.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "size is NULL"));
-        }
-        // SAFETY: checked non-null.
-        unsafe { *size = s as c_int };
-        Ok(())
-    })
-}}
+count_fn!(MPI_Get_count, PMPI_Get_count, c_int, count_of);
+count_fn!(MPI_Get_count_c, PMPI_Get_count_c, c::MPI_Count, count_of);
+count_fn!(MPI_Get_elements, PMPI_Get_elements, c_int, elements_of);
+count_fn!(
+    MPI_Get_elements_x,
+    PMPI_Get_elements_x,
+    c::MPI_Count,
+    elements_of
+);
+count_fn!(
+    MPI_Get_elements_c,
+    PMPI_Get_elements_c,
+    c::MPI_Count,
+    elements_of
+);
 
 // ---- buffered mode ----
 

@@ -2,6 +2,7 @@
 
 use super::consts as c;
 use super::consts::{MPI_Request, MPI_Status};
+use super::datatype::staging;
 use super::{call, empty_status, write_status};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Op, Status};
@@ -37,10 +38,13 @@ pub fn new_done_request(e: &mut Engine, st: Status) -> usize {
 /// Waits for `r`, frees it, writes the status, and fails on an error status.
 pub fn finish_blocking(e: &mut Engine, r: usize, status: *mut MPI_Status) -> MpiResult<()> {
     e.wait(r)?;
-    let st = e.st.reqs.remove(r).map(|x| x.status).unwrap_or_default();
+    let st = e.st.reqs.get(r).map(|x| x.status).unwrap_or_default();
+    let unpacked = staging::settle(e, r, &st);
+    e.st.reqs.remove(r);
     // SAFETY: `status` is the caller's status argument (or IGNORE/NULL).
     unsafe { write_status(status, &st) };
-    status_result(&st)
+    status_result(&st)?;
+    unpacked
 }
 
 fn status_result(st: &Status) -> MpiResult<()> {
@@ -86,8 +90,11 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
         return Ok(None);
     }
     let st = r.status;
+    // A derived-type receive is unpacked before it is reported complete.
+    let unpacked = staging::settle(e, idx, &st);
     e.st.reqs.remove(idx);
     *h = c::MPI_REQUEST_NULL;
+    unpacked?;
     Ok(Some(st))
 }
 
@@ -399,7 +406,10 @@ mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_
         let idx = index_of(e, *h)?;
         let r = e.st.reqs.get_mut(idx).ok_or_else(|| MpiError::internal("request vanished"))?;
         if r.done || (r.persistent.is_some() && !r.active) {
+            let st = r.status;
+            let unpacked = staging::settle(e, idx, &st);
             e.st.reqs.remove(idx);
+            unpacked?;
         } else {
             // Still in flight: it is dropped when it completes.
             r.freed = true;

@@ -3,6 +3,7 @@
 
 use super::consts as c;
 use super::consts::{MPI_Datatype, MPI_Op};
+use super::datatype;
 use crate::engine::error::MpiError;
 use lanai_coll::{Elem, Op};
 
@@ -66,9 +67,15 @@ pub fn predefined(t: MPI_Datatype) -> Option<(usize, Option<Elem>)> {
     Some((size, e))
 }
 
-/// Size of a datatype, or `MPI_ERR_TYPE`.
+/// Size of a datatype, or `MPI_ERR_TYPE`. A derived type is accepted
+/// where its bytes can be used as they are (gap-free, lower bound 0);
+/// other derived types need the staging in `datatype::staging`.
 pub fn type_size(t: MPI_Datatype) -> Result<usize, MpiError> {
-    predefined(t).map(|(s, _)| s).ok_or_else(|| bad_type(t))
+    match predefined(t) {
+        Some((s, _)) => Ok(s),
+        None if datatype::is_derived(t) => datatype::direct_size(t),
+        None => Err(bad_type(t)),
+    }
 }
 
 fn bad_type(t: MPI_Datatype) -> MpiError {
@@ -82,8 +89,19 @@ fn bad_type(t: MPI_Datatype) -> MpiError {
     }
 }
 
-/// The element kind a reduction on `t` uses.
+/// The element kind a reduction on `t` uses. A gap-free derived type made
+/// of one basic kind reduces as that kind.
 pub fn reduce_elem(t: MPI_Datatype) -> Result<Elem, MpiError> {
+    if datatype::is_derived(t) {
+        datatype::direct_size(t)?;
+        return match datatype::resolve(t)?.uniform_primitive() {
+            Some(p) => reduce_elem(datatype::predef::handle_of_primitive(p)),
+            None => Err(MpiError::new(
+                c::MPI_ERR_TYPE,
+                "reductions on derived datatypes that mix basic types are not supported",
+            )),
+        };
+    }
     match predefined(t) {
         Some((_, Some(e))) => Ok(e),
         Some((_, None)) => Err(MpiError::new(

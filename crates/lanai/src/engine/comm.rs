@@ -45,6 +45,8 @@ pub struct Comm {
     pub name: Option<String>,
     /// Its channel of the central barrier device, if any.
     pub central: Central,
+    /// Process topology (Cartesian, graph...), shared with its duplicates.
+    pub topo: Option<Arc<super::topo::Topology>>,
 }
 
 impl Comm {
@@ -84,6 +86,7 @@ impl Comm {
             all_connected: false,
             name: None,
             central: Central::Untried,
+            topo: None,
         }
     }
 }
@@ -127,6 +130,7 @@ impl Comms {
             all_connected: false,
             name: None,
             central: Central::Untried,
+            topo: None,
         };
         let me = Comm {
             ctx: 2,
@@ -366,7 +370,9 @@ impl Engine {
     pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
         let ctx = self.agree_ctx(parent, true)?;
         let p = self.comms.get(parent)?;
-        let new = p.derive(ctx, p.rank, p.members());
+        let mut new = p.derive(ctx, p.rank, p.members());
+        // MPI_Comm_dup keeps the topology.
+        new.topo = p.topo.clone();
         Ok(self.comms.insert(new))
     }
 

@@ -17,6 +17,7 @@ mod p2p;
 mod persistent;
 mod progress;
 pub mod request;
+pub mod topo;
 
 use crate::abi::consts as c;
 use crate::shm::{Segment, ShmNode};

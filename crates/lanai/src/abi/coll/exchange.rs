@@ -7,6 +7,7 @@ use super::{
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::datatype::staging::{self as staged, Staged, Use};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -44,8 +45,14 @@ unsafe fn allgather(
 }
 
 mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Allgather", comm, |e| unsafe { allgather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
+    staged::blocking("MPI_Allgather", comm, |_, size| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
+        ]) }
+    // SAFETY: the staged buffers live until the collective completes.
+    }, |e, a| unsafe { allgather(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), comm) })
 }}
 
 mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -152,8 +159,14 @@ unsafe fn alltoall(
 }
 
 mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Alltoall", comm, |e| unsafe { alltoall(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
+    staged::blocking("MPI_Alltoall", comm, |_, size| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?,
+            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
+        ]) }
+    // SAFETY: the staged buffers live until the collective completes.
+    }, |e, a| unsafe { alltoall(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), comm) })
 }}
 
 mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {

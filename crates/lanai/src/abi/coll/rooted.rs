@@ -6,6 +6,7 @@ use super::{
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::datatype::staging::{self as staged, Staged, Use};
 use crate::abi::user_buf;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -58,8 +59,14 @@ unsafe fn gather(
 }
 
 mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Gather", comm, |e| unsafe { gather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+    staged::blocking("MPI_Gather", comm, |rank, size| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+            if rank as c_int == root { Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))? } else { Staged::pass(recvbuf, recvcount, recvtype) },
+        ]) }
+    // SAFETY: the staged buffers live until the collective completes.
+    }, |e, a| unsafe { gather(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), root, comm) })
 }}
 
 mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -186,8 +193,14 @@ unsafe fn scatter(
 }
 
 mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Scatter", comm, |e| unsafe { scatter(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+    staged::blocking("MPI_Scatter", comm, |rank, size| {
+        // SAFETY: the caller's buffers, valid for the call.
+        unsafe { Ok(vec![
+            if rank as c_int == root { Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))? } else { Staged::pass(sendbuf, sendcount, sendtype) },
+            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT)?,
+        ]) }
+    // SAFETY: the staged buffers live until the collective completes.
+    }, |e, a| unsafe { scatter(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), root, comm) })
 }}
 
 mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {

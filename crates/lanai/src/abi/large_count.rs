@@ -1,0 +1,454 @@
+//! The MPI 4 large-count (`_c`) entry points. Lanai's engine counts in
+//! bytes with `usize`, but the C surface below it takes `int` counts; until
+//! that widens, a `_c` call narrows its counts and forwards to the `int`
+//! entry point, and a count beyond `INT_MAX` fails with `MPI_ERR_COUNT`.
+//! mpi4py calls these whenever the library has them.
+
+use super::call;
+use super::consts as c;
+use super::consts::*;
+use crate::engine::error::MpiError;
+use crate::mpi_fn;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+/// A count as `int`, or the error return of `name`.
+fn narrow(name: &str, v: MPI_Count) -> Result<c_int, c_int> {
+    c_int::try_from(v).map_err(|_| {
+        call(name, None, |_| {
+            Err(MpiError::new(
+                c::MPI_ERR_COUNT,
+                format!("count {v} is beyond what Lanai supports yet (INT_MAX)"),
+            ))
+        })
+    })
+}
+
+/// `len` 64-bit counts or displacements as `int`s (`None` for a null or
+/// empty array, which is passed on as null).
+///
+/// # Safety
+/// `p` is null or points to `len` readable 8-byte integers.
+unsafe fn narrow_array<T: Copy + TryInto<c_int> + std::fmt::Display>(
+    name: &str,
+    p: *const T,
+    len: usize,
+) -> Result<Option<Vec<c_int>>, c_int> {
+    if p.is_null() || len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: per the contract.
+    let src = unsafe { std::slice::from_raw_parts(p, len) };
+    src.iter()
+        .map(|&v| {
+            v.try_into().map_err(|_| {
+                call(name, None, |_| {
+                    Err(MpiError::new(
+                        c::MPI_ERR_COUNT,
+                        format!("count or displacement {v} is beyond INT_MAX"),
+                    ))
+                })
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn ptr_of(v: &Option<Vec<c_int>>) -> *const c_int {
+    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+}
+
+/// (size, rank) of `comm`, or the error return.
+fn size_rank(comm: MPI_Comm) -> Result<(usize, c_int), c_int> {
+    let (mut size, mut rank) = (0, 0);
+    // SAFETY: both outputs are local ints.
+    let rc = unsafe { super::env::PMPI_Comm_size(comm, &mut size) };
+    if rc != c::MPI_SUCCESS {
+        return Err(rc);
+    }
+    // SAFETY: as above.
+    let rc = unsafe { super::env::PMPI_Comm_rank(comm, &mut rank) };
+    if rc != c::MPI_SUCCESS {
+        return Err(rc);
+    }
+    Ok((size.max(0) as usize, rank))
+}
+
+mpi_fn! { MPI_Send_c / PMPI_Send_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Send_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Send(buf as _, count, datatype, dest, tag, comm) }
+}}
+
+mpi_fn! { MPI_Recv_c / PMPI_Recv_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    let count = match narrow("MPI_Recv_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Recv(buf as _, count, datatype, source, tag, comm, status as _) }
+}}
+
+mpi_fn! { MPI_Isend_c / PMPI_Isend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Isend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Isend(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Irecv_c / PMPI_Irecv_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Irecv_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Irecv(buf as _, count, datatype, source, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Ssend_c / PMPI_Ssend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Ssend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Ssend(buf as _, count, datatype, dest, tag, comm) }
+}}
+
+mpi_fn! { MPI_Issend_c / PMPI_Issend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Issend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Issend(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Bsend_c / PMPI_Bsend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Bsend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Bsend(buf as _, count, datatype, dest, tag, comm) }
+}}
+
+mpi_fn! { MPI_Ibsend_c / PMPI_Ibsend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Ibsend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Ibsend(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Rsend_c / PMPI_Rsend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Rsend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Rsend(buf as _, count, datatype, dest, tag, comm) }
+}}
+
+mpi_fn! { MPI_Irsend_c / PMPI_Irsend_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Irsend_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Irsend(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Sendrecv_c / PMPI_Sendrecv_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    let sendcount = match narrow("MPI_Sendrecv_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Sendrecv_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Sendrecv(sendbuf as _, sendcount, sendtype, dest, sendtag, recvbuf as _, recvcount, recvtype, source, recvtag, comm, status as _) }
+}}
+
+mpi_fn! { MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    let count = match narrow("MPI_Sendrecv_replace_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Sendrecv_replace(buf as _, count, datatype, dest, sendtag, source, recvtag, comm, status as _) }
+}}
+
+mpi_fn! { MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    let count = match narrow("MPI_Mrecv_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Mrecv(buf as _, count, datatype, message as _, status as _) }
+}}
+
+mpi_fn! { MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Imrecv_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Imrecv(buf as _, count, datatype, message as _, request as _) }
+}}
+
+mpi_fn! { MPI_Send_init_c / PMPI_Send_init_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Send_init_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Send_init(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Recv_init_c / PMPI_Recv_init_c (buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Recv_init_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Recv_init(buf as _, count, datatype, source, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Ssend_init_c / PMPI_Ssend_init_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Ssend_init_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Ssend_init(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Bsend_init_c / PMPI_Bsend_init_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Bsend_init_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Bsend_init(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Rsend_init_c / PMPI_Rsend_init_c (buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Rsend_init_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::p2p::PMPI_Rsend_init(buf as _, count, datatype, dest, tag, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Bcast_c / PMPI_Bcast_c (buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Bcast_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Bcast(buffer as _, count, datatype, root, comm) }
+}}
+
+mpi_fn! { MPI_Ibcast_c / PMPI_Ibcast_c (buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Ibcast_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Ibcast(buffer as _, count, datatype, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Reduce_c / PMPI_Reduce_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Reduce_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Reduce(sendbuf as _, recvbuf as _, count, datatype, op, root, comm) }
+}}
+
+mpi_fn! { MPI_Ireduce_c / PMPI_Ireduce_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Ireduce_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Ireduce(sendbuf as _, recvbuf as _, count, datatype, op, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Allreduce_c / PMPI_Allreduce_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Allreduce_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Allreduce(sendbuf as _, recvbuf as _, count, datatype, op, comm) }
+}}
+
+mpi_fn! { MPI_Iallreduce_c / PMPI_Iallreduce_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Iallreduce_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::PMPI_Iallreduce(sendbuf as _, recvbuf as _, count, datatype, op, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Gather_c / PMPI_Gather_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    let sendcount = match narrow("MPI_Gather_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Gather_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Gather(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, root, comm) }
+}}
+
+mpi_fn! { MPI_Igather_c / PMPI_Igather_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let sendcount = match narrow("MPI_Igather_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Igather_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Igather(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Scatter_c / PMPI_Scatter_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    let sendcount = match narrow("MPI_Scatter_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Scatter_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Scatter(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, root, comm) }
+}}
+
+mpi_fn! { MPI_Iscatter_c / PMPI_Iscatter_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let sendcount = match narrow("MPI_Iscatter_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Iscatter_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Iscatter(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Allgather_c / PMPI_Allgather_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    let sendcount = match narrow("MPI_Allgather_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Allgather_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Allgather(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, comm) }
+}}
+
+mpi_fn! { MPI_Iallgather_c / PMPI_Iallgather_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let sendcount = match narrow("MPI_Iallgather_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Iallgather_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Iallgather(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Alltoall_c / PMPI_Alltoall_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    let sendcount = match narrow("MPI_Alltoall_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Alltoall_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Alltoall(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, comm) }
+}}
+
+mpi_fn! { MPI_Ialltoall_c / PMPI_Ialltoall_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let sendcount = match narrow("MPI_Ialltoall_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Ialltoall_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Ialltoall(sendbuf as _, sendcount, sendtype, recvbuf as _, recvcount, recvtype, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    let recvcount = match narrow("MPI_Reduce_scatter_block_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Reduce_scatter_block(sendbuf as _, recvbuf as _, recvcount, datatype, op, comm) }
+}}
+
+mpi_fn! { MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let recvcount = match narrow("MPI_Ireduce_scatter_block_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Ireduce_scatter_block(sendbuf as _, recvbuf as _, recvcount, datatype, op, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Scan_c / PMPI_Scan_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Scan_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Scan(sendbuf as _, recvbuf as _, count, datatype, op, comm) }
+}}
+
+mpi_fn! { MPI_Iscan_c / PMPI_Iscan_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Iscan_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Iscan(sendbuf as _, recvbuf as _, count, datatype, op, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Exscan_c / PMPI_Exscan_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    let count = match narrow("MPI_Exscan_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Exscan(sendbuf as _, recvbuf as _, count, datatype, op, comm) }
+}}
+
+mpi_fn! { MPI_Iexscan_c / PMPI_Iexscan_c (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let count = match narrow("MPI_Iexscan_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Iexscan(sendbuf as _, recvbuf as _, count, datatype, op, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Reduce_local_c / PMPI_Reduce_local_c (inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    let count = match narrow("MPI_Reduce_local_c", count) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::ops::PMPI_Reduce_local(inbuf as _, inoutbuf as _, count, datatype, op) }
+}}
+
+mpi_fn! { MPI_Gatherv_c / PMPI_Gatherv_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    // Only the root's arrays are significant; elsewhere they may be garbage.
+    let len = if rank == root { size } else { 0 };
+    let sendcount = match narrow("MPI_Gatherv_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Gatherv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Gatherv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Gatherv(sendbuf as _, sendcount, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&displs) as _, recvtype, root, comm) }
+}}
+
+mpi_fn! { MPI_Igatherv_c / PMPI_Igatherv_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    // Only the root's arrays are significant; elsewhere they may be garbage.
+    let len = if rank == root { size } else { 0 };
+    let sendcount = match narrow("MPI_Igatherv_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Igatherv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Igatherv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Igatherv(sendbuf as _, sendcount, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&displs) as _, recvtype, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Scatterv_c / PMPI_Scatterv_c (sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    // Only the root's arrays are significant; elsewhere they may be garbage.
+    let len = if rank == root { size } else { 0 };
+    // SAFETY: MPI gives the array one entry per rank.
+    let sendcounts = match unsafe { narrow_array("MPI_Scatterv_c", sendcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Scatterv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Scatterv_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Scatterv(sendbuf as _, ptr_of(&sendcounts) as _, ptr_of(&displs) as _, sendtype, recvbuf as _, recvcount, recvtype, root, comm) }
+}}
+
+mpi_fn! { MPI_Iscatterv_c / PMPI_Iscatterv_c (sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    // Only the root's arrays are significant; elsewhere they may be garbage.
+    let len = if rank == root { size } else { 0 };
+    // SAFETY: MPI gives the array one entry per rank.
+    let sendcounts = match unsafe { narrow_array("MPI_Iscatterv_c", sendcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Iscatterv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    let recvcount = match narrow("MPI_Iscatterv_c", recvcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::rooted::PMPI_Iscatterv(sendbuf as _, ptr_of(&sendcounts) as _, ptr_of(&displs) as _, sendtype, recvbuf as _, recvcount, recvtype, root, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Allgatherv_c / PMPI_Allgatherv_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    let sendcount = match narrow("MPI_Allgatherv_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Allgatherv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Allgatherv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Allgatherv(sendbuf as _, sendcount, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&displs) as _, recvtype, comm) }
+}}
+
+mpi_fn! { MPI_Iallgatherv_c / PMPI_Iallgatherv_c (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    let sendcount = match narrow("MPI_Iallgatherv_c", sendcount) { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Iallgatherv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let displs = match unsafe { narrow_array("MPI_Iallgatherv_c", displs, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Iallgatherv(sendbuf as _, sendcount, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&displs) as _, recvtype, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Alltoallv_c / PMPI_Alltoallv_c (sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    // SAFETY: MPI gives the array one entry per rank.
+    let sendcounts = match unsafe { narrow_array("MPI_Alltoallv_c", sendcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let sdispls = match unsafe { narrow_array("MPI_Alltoallv_c", sdispls, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Alltoallv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let rdispls = match unsafe { narrow_array("MPI_Alltoallv_c", rdispls, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Alltoallv(sendbuf as _, ptr_of(&sendcounts) as _, ptr_of(&sdispls) as _, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&rdispls) as _, recvtype, comm) }
+}}
+
+mpi_fn! { MPI_Ialltoallv_c / PMPI_Ialltoallv_c (sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    // SAFETY: MPI gives the array one entry per rank.
+    let sendcounts = match unsafe { narrow_array("MPI_Ialltoallv_c", sendcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let sdispls = match unsafe { narrow_array("MPI_Ialltoallv_c", sdispls, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Ialltoallv_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: MPI gives the array one entry per rank.
+    let rdispls = match unsafe { narrow_array("MPI_Ialltoallv_c", rdispls, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::exchange::PMPI_Ialltoallv(sendbuf as _, ptr_of(&sendcounts) as _, ptr_of(&sdispls) as _, sendtype, recvbuf as _, ptr_of(&recvcounts) as _, ptr_of(&rdispls) as _, recvtype, comm, request as _) }
+}}
+
+mpi_fn! { MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Reduce_scatter_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Reduce_scatter(sendbuf as _, recvbuf as _, ptr_of(&recvcounts) as _, datatype, op, comm) }
+}}
+
+mpi_fn! { MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let (size, rank) = match size_rank(comm) { Ok(v) => v, Err(rc) => return rc };
+    let _ = rank;
+    let len = size;
+    // SAFETY: MPI gives the array one entry per rank.
+    let recvcounts = match unsafe { narrow_array("MPI_Ireduce_scatter_c", recvcounts, len) } { Ok(v) => v, Err(rc) => return rc };
+    // SAFETY: forwarded from this entry point's own contract.
+    unsafe { super::coll::scans::PMPI_Ireduce_scatter(sendbuf as _, recvbuf as _, ptr_of(&recvcounts) as _, datatype, op, comm, request as _) }
+}}

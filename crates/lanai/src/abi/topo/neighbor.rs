@@ -1,0 +1,406 @@
+//! Neighbour collectives: every process exchanges blocks with the
+//! neighbours its communicator's topology names, as one collective
+//! instance (so they never match user messages), blocking or not.
+
+use super::ints;
+use crate::abi::consts as c;
+use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::requests::handle_of;
+use crate::abi::userbuf::UserBuf;
+use crate::abi::{call, comm_idx, types};
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::topo::{RecvBlock, SendBlock};
+use crate::engine::Engine;
+use crate::mpi_fn;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+/// One block of a user buffer: byte displacement and length.
+type Block = (usize, usize);
+
+fn bytes(count: c_int, dt: MPI_Datatype) -> MpiResult<usize> {
+    if count < 0 {
+        return Err(MpiError::count(i64::from(count)));
+    }
+    (count as usize)
+        .checked_mul(types::type_size(dt)?)
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))
+}
+
+fn displ(d: i64, unit: usize) -> MpiResult<usize> {
+    if d < 0 {
+        return Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            format!("negative displacement {d} is not supported"),
+        ));
+    }
+    (d as usize)
+        .checked_mul(unit)
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large")))
+}
+
+fn extent(blocks: &[Block]) -> MpiResult<usize> {
+    blocks.iter().try_fold(0usize, |m, &(d, l)| {
+        d.checked_add(l)
+            .map(|end| m.max(end))
+            .ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, "block ends beyond the address space"))
+    })
+}
+
+/// The user buffer at `p` covering every block.
+///
+/// # Safety
+/// `p` is valid for every block until the operation completes.
+unsafe fn span(p: *const c_void, blocks: &[Block], what: &str) -> MpiResult<UserBuf> {
+    if p as usize == c::MPI_IN_PLACE {
+        return Err(MpiError::new(
+            c::MPI_ERR_BUFFER,
+            format!("MPI_IN_PLACE is not allowed as the {what}"),
+        ));
+    }
+    let len = extent(blocks)?;
+    if p.is_null() && len > 0 {
+        return Err(MpiError::new(
+            c::MPI_ERR_BUFFER,
+            format!("the {what} is NULL"),
+        ));
+    }
+    // SAFETY: forwarded from this function's contract.
+    Ok(unsafe { UserBuf::new(p as *mut u8, len) })
+}
+
+/// The C array of `n` `MPI_Aint` displacements.
+///
+/// # Safety
+/// `p` is null or points to at least `n` values.
+unsafe fn aints<'a>(p: *const MPI_Aint, n: usize, what: &str) -> MpiResult<&'a [MPI_Aint]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` readable values per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// # Safety
+/// `p` is null or points to at least `n` handles.
+unsafe fn dtypes<'a>(
+    p: *const MPI_Datatype,
+    n: usize,
+    what: &str,
+) -> MpiResult<&'a [MPI_Datatype]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` readable handles per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Starts the exchange: `sblocks[j]` of `sendbuf` goes to destination `j`,
+/// the block from source `j` lands at `rblocks[j]` of `recvbuf`.
+///
+/// # Safety
+/// The buffers cover their blocks until the request completes.
+unsafe fn start(
+    e: &mut Engine,
+    comm: usize,
+    sendbuf: *const c_void,
+    sblocks: &[Block],
+    recvbuf: *mut c_void,
+    rblocks: &[Block],
+) -> MpiResult<usize> {
+    let (sources, dests, _) = e.neighbor_lists(comm)?;
+    if sblocks.len() != dests.len() || rblocks.len() != sources.len() {
+        return Err(MpiError::internal(
+            "neighbour block lists differ from the degrees",
+        ));
+    }
+    // SAFETY: forwarded from this function's contract.
+    let sb = unsafe { span(sendbuf, sblocks, "send buffer")? };
+    // SAFETY: as above.
+    let rb = unsafe { span(recvbuf, rblocks, "receive buffer")? };
+    let src = sb.as_slice();
+    let sends: Vec<SendBlock> = dests
+        .iter()
+        .zip(sblocks)
+        .map(|(&to, &(d, l))| (to, src[d..d + l].to_vec()))
+        .collect();
+    let recv: Vec<RecvBlock> = sources
+        .iter()
+        .zip(rblocks)
+        .map(|(&from, &(d, l))| (from, d, l))
+        .collect();
+    e.ineighbor(comm, sends, recv, rb)
+}
+
+/// In- and out-degree of `comm`'s topology.
+fn degrees(e: &Engine, comm: usize) -> MpiResult<(usize, usize)> {
+    let (s, d, _) = e.neighbor_lists(comm)?;
+    Ok((s.len(), d.len()))
+}
+
+fn uniform(n: usize, blk: usize) -> MpiResult<Vec<Block>> {
+    (0..n)
+        .map(|j| {
+            j.checked_mul(blk)
+                .map(|d| (d, blk))
+                .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))
+        })
+        .collect()
+}
+
+/// Blocks from counts and displacements in elements of `dt`.
+///
+/// # Safety
+/// `counts` and `displs` point to `n` ints.
+unsafe fn v_blocks(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    dt: MPI_Datatype,
+) -> MpiResult<Vec<Block>> {
+    // SAFETY: forwarded from this function's contract.
+    let (cs, ds) = unsafe {
+        (
+            ints(counts, n as c_int, "counts")?,
+            ints(displs, n as c_int, "displacements")?,
+        )
+    };
+    let unit = types::type_size(dt)?;
+    cs.iter()
+        .zip(ds)
+        .map(|(&k, &d)| Ok((displ(i64::from(d), unit)?, bytes(k, dt)?)))
+        .collect()
+}
+
+/// Blocks from counts in elements of per-block types and byte displacements.
+///
+/// # Safety
+/// The arrays hold `n` entries.
+unsafe fn w_blocks(
+    counts: *const c_int,
+    displs: *const MPI_Aint,
+    dts: *const MPI_Datatype,
+    n: usize,
+) -> MpiResult<Vec<Block>> {
+    // SAFETY: forwarded from this function's contract.
+    let (cs, ds, ts) = unsafe {
+        (
+            ints(counts, n as c_int, "counts")?,
+            aints(displs, n, "displacements")?,
+            dtypes(dts, n, "datatypes")?,
+        )
+    };
+    cs.iter()
+        .zip(ds)
+        .zip(ts)
+        .map(|((&k, &d), &t)| {
+            let len = if k == 0 { 0 } else { bytes(k, t)? };
+            Ok((displ(d as i64, 1)?, len))
+        })
+        .collect()
+}
+
+/// Runs `f` to start the exchange, then waits (`request` null) or hands
+/// back the request.
+///
+/// # Safety
+/// `request` is null for the blocking form, else a writable `MPI_Request`.
+unsafe fn run(
+    name: &str,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+    f: impl FnOnce(&mut Engine, usize) -> MpiResult<usize>,
+) -> c_int {
+    call(name, Some(comm), |e| {
+        let ci = comm_idx(comm)?;
+        if request.is_some_and(|r| r.is_null()) {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        let req = f(e, ci)?;
+        match request {
+            None => e.finish_coll(req),
+            Some(r) => {
+                // SAFETY: checked non-null; writable per the contract.
+                unsafe { *r = handle_of(req) };
+                Ok(())
+            }
+        }
+    })
+}
+
+// ---- the five exchanges, shared by the blocking and nonblocking forms -------
+
+/// # Safety
+/// MPI's buffer rules for `MPI_Neighbor_allgather`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<usize> {
+    let (indeg, outdeg) = degrees(e, ci)?;
+    let sblk = bytes(sendcount, sendtype)?;
+    let sblocks = vec![(0, sblk); outdeg];
+    let rblocks = uniform(indeg, bytes(recvcount, recvtype)?)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
+}
+
+/// # Safety
+/// MPI's buffer rules for `MPI_Neighbor_allgatherv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<usize> {
+    let (indeg, outdeg) = degrees(e, ci)?;
+    let sblocks = vec![(0, bytes(sendcount, sendtype)?); outdeg];
+    // SAFETY: the caller's arrays of indegree ints.
+    let rblocks = unsafe { v_blocks(recvcounts, displs, indeg, recvtype)? };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
+}
+
+/// # Safety
+/// MPI's buffer rules for `MPI_Neighbor_alltoall`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<usize> {
+    let (indeg, outdeg) = degrees(e, ci)?;
+    let sblocks = uniform(outdeg, bytes(sendcount, sendtype)?)?;
+    let rblocks = uniform(indeg, bytes(recvcount, recvtype)?)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
+}
+
+/// # Safety
+/// MPI's buffer rules for `MPI_Neighbor_alltoallv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<usize> {
+    let (indeg, outdeg) = degrees(e, ci)?;
+    // SAFETY: the caller's arrays of outdegree / indegree ints.
+    let (sblocks, rblocks) = unsafe {
+        (
+            v_blocks(sendcounts, sdispls, outdeg, sendtype)?,
+            v_blocks(recvcounts, rdispls, indeg, recvtype)?,
+        )
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
+}
+
+/// # Safety
+/// MPI's buffer rules for `MPI_Neighbor_alltoallw`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw(
+    e: &mut Engine,
+    ci: usize,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+) -> MpiResult<usize> {
+    let (indeg, outdeg) = degrees(e, ci)?;
+    // SAFETY: the caller's arrays of outdegree / indegree entries.
+    let (sblocks, rblocks) = unsafe {
+        (
+            w_blocks(sendcounts, sdispls, sendtypes, outdeg)?,
+            w_blocks(recvcounts, rdispls, recvtypes, indeg)?,
+        )
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
+}
+
+// ---- entry points -------------------------------------------------------------
+
+mpi_fn! { MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { run("MPI_Neighbor_allgather", comm, None, |e, ci| allgather(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
+}}
+
+mpi_fn! { MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { run("MPI_Ineighbor_allgather", comm, Some(request), |e, ci| allgather(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
+}}
+
+mpi_fn! { MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers and arrays, valid for the call.
+    unsafe { run("MPI_Neighbor_allgatherv", comm, None, |e, ci| allgatherv(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)) }
+}}
+
+mpi_fn! { MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { run("MPI_Ineighbor_allgatherv", comm, Some(request), |e, ci| allgatherv(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)) }
+}}
+
+mpi_fn! { MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { run("MPI_Neighbor_alltoall", comm, None, |e, ci| alltoall(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
+}}
+
+mpi_fn! { MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { run("MPI_Ineighbor_alltoall", comm, Some(request), |e, ci| alltoall(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
+}}
+
+mpi_fn! { MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers and arrays, valid for the call.
+    unsafe { run("MPI_Neighbor_alltoallv", comm, None, |e, ci| alltoallv(e, ci, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)) }
+}}
+
+mpi_fn! { MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { run("MPI_Ineighbor_alltoallv", comm, Some(request), |e, ci| alltoallv(e, ci, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)) }
+}}
+
+mpi_fn! { MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's buffers and arrays, valid for the call.
+    unsafe { run("MPI_Neighbor_alltoallw", comm, None, |e, ci| alltoallw(e, ci, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)) }
+}}
+
+mpi_fn! { MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI keeps the buffers valid until the request completes.
+    unsafe { run("MPI_Ineighbor_alltoallw", comm, Some(request), |e, ci| alltoallw(e, ci, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)) }
+}}

@@ -1,0 +1,84 @@
+"""Derived datatypes: the datatype_*.c programs on Lanai at 1-8 ranks over
+1-3 emulated nodes, an mpicc.mpich-built copy on Lanai, and the same copy
+on real MPICH (which checks the programs themselves; MPICH's broken
+external32 and its refusal of predefined reductions on derived types are
+excused inside the programs).
+"""
+
+import os
+
+import pytest
+
+import harness
+from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+
+PROGRAMS = ["datatype_layout", "datatype_comm"]
+
+if harness.QUICK:
+    SHAPES = [(1, 1), (3, 2), (4, 3)]
+else:
+    SHAPES = [(1, 1), (2, 1), (3, 2), (4, 3), (8, 3)]
+
+
+def _build(cc, flavor):
+    built, errors = {}, []
+    for name in PROGRAMS:
+        exe, err = harness.compile_program(cc, name, flavor)
+        if err:
+            errors.append(err)
+        else:
+            built[name] = exe
+    if errors:
+        pytest.fail(f"{cc} failed to build:\n" + "\n".join(errors), pytrace=False)
+    return built
+
+
+@pytest.fixture(scope="module")
+def dt_lanai():
+    if not (os.access(harness.LANAICC, os.X_OK) and os.access(harness.LANAIRUN, os.X_OK)):
+        pytest.fail(f"{harness.LANAICC} or lanairun missing: run `make` first", pytrace=False)
+    return _build(harness.LANAICC, "lanai")
+
+
+@pytest.fixture(scope="module")
+def dt_mpich():
+    if not harness.have(harness.MPICH_CC):
+        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
+    return _build(harness.MPICH_CC, "mpich")
+
+
+def _params():
+    out = []
+    for prog in PROGRAMS:
+        for n, k in SHAPES:
+            marks = [pytest.mark.slow] if n >= 8 else []
+            out.append(pytest.param(prog, n, k, id=f"{prog}-n{n}-nodes{k}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("prog,nranks,nodes", _params())
+def test_datatype_on_lanai(dt_lanai, prog, nranks, nodes):
+    exe = dt_lanai[prog]
+    result = run_job(lanairun_argv(exe, nranks, nodes), exe)
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_datatype_mpich_build_on_lanai(dt_mpich, prog):
+    exe = dt_mpich[prog]
+    result = run_job(lanairun_argv(exe, 4, 2), exe, env_extra=lib_env())
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_datatype_programs_on_real_mpich(dt_mpich, prog):
+    """The programs themselves are right: they pass on MPICH (one node)."""
+    if not harness.have(harness.HYDRA):
+        pytest.skip(f"{harness.HYDRA} not installed")
+    exe = dt_mpich[prog]
+    result = run_job([harness.HYDRA, "-n", "4", exe], exe, timeout_s=harness.JOB_TIMEOUT_S)
+    assert_passed(result, prog)

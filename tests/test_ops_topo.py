@@ -1,0 +1,100 @@
+"""User-defined reduction operations and process topologies: the userop
+and topo_*.c programs on Lanai at 1-8 ranks over 1-3 emulated nodes, an
+mpicc.mpich-built copy on Lanai, and the same copy on real MPICH (which
+checks the programs themselves).
+
+userop also runs with every allreduce algorithm forced, since a
+non-commutative operation catches any algorithm that reorders operands.
+"""
+
+import os
+
+import pytest
+
+import harness
+from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+
+PROGRAMS = ["userop", "topo_cart", "topo_graph", "topo_neighbor"]
+ALLREDUCE_ALGOS = ["reduce_bcast", "recursive_doubling", "rabenseifner", "ring"]
+
+if harness.QUICK:
+    SHAPES = [(1, 1), (3, 2), (4, 3)]
+else:
+    SHAPES = [(1, 1), (2, 1), (3, 2), (4, 3), (5, 2), (8, 3)]
+
+
+def _build(cc, flavor):
+    built, errors = {}, []
+    for name in PROGRAMS:
+        exe, err = harness.compile_program(cc, name, flavor)
+        if err:
+            errors.append(err)
+        else:
+            built[name] = exe
+    if errors:
+        pytest.fail(f"{cc} failed to build:\n" + "\n".join(errors), pytrace=False)
+    return built
+
+
+@pytest.fixture(scope="module")
+def ot_lanai():
+    if not (os.access(harness.LANAICC, os.X_OK) and os.access(harness.LANAIRUN, os.X_OK)):
+        pytest.fail(f"{harness.LANAICC} or lanairun missing: run `make` first", pytrace=False)
+    return _build(harness.LANAICC, "lanai")
+
+
+@pytest.fixture(scope="module")
+def ot_mpich():
+    if not harness.have(harness.MPICH_CC):
+        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
+    return _build(harness.MPICH_CC, "mpich")
+
+
+def _params():
+    out = []
+    for prog in PROGRAMS:
+        for n, k in SHAPES:
+            marks = [pytest.mark.slow] if n >= 8 else []
+            out.append(pytest.param(prog, n, k, id=f"{prog}-n{n}-nodes{k}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("prog,nranks,nodes", _params())
+def test_ops_topo_on_lanai(ot_lanai, prog, nranks, nodes):
+    exe = ot_lanai[prog]
+    result = run_job(lanairun_argv(exe, nranks, nodes), exe)
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.parametrize("algo", ALLREDUCE_ALGOS)
+@pytest.mark.parametrize("nranks", [3, 4, 6])
+def test_userop_every_allreduce_algorithm(ot_lanai, algo, nranks):
+    exe = ot_lanai["userop"]
+    result = run_job(
+        lanairun_argv(exe, nranks, 2), exe, env_extra={"LANAI_ALLREDUCE": algo}
+    )
+    assert_passed(result, "userop")
+    assert_clean(result)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_ops_topo_mpich_build_on_lanai(ot_mpich, prog):
+    exe = ot_mpich[prog]
+    result = run_job(lanairun_argv(exe, 4, 2), exe, env_extra=lib_env())
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("prog", PROGRAMS)
+@pytest.mark.parametrize("nranks", [3, 4])
+def test_ops_topo_programs_on_real_mpich(ot_mpich, prog, nranks):
+    """The programs themselves are right: they pass on MPICH (one node)."""
+    if not harness.have(harness.HYDRA):
+        pytest.skip(f"{harness.HYDRA} not installed")
+    exe = ot_mpich[prog]
+    argv = [harness.HYDRA, "-n", str(nranks), exe]
+    result = run_job(argv, exe, timeout_s=harness.JOB_TIMEOUT_S)
+    assert_passed(result, prog)

@@ -14,7 +14,7 @@ import pytest
 import harness
 from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
 
-PROGRAMS = ["userop", "topo_cart", "topo_graph", "topo_neighbor"]
+PROGRAMS = ["userop", "long_double", "topo_cart", "topo_graph", "topo_neighbor"]
 ALLREDUCE_ALGOS = ["reduce_bcast", "recursive_doubling", "rabenseifner", "ring"]
 
 if harness.QUICK:

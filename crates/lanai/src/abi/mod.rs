@@ -26,6 +26,7 @@ mod errhandler;
 mod group;
 mod info;
 mod large_count;
+mod long_double;
 mod p2p;
 mod pair_types;
 mod requests;

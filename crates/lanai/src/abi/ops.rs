@@ -84,6 +84,11 @@ fn user_op_type_size(dt: MPI_Datatype) -> MpiResult<usize> {
 pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
     match resolve(op)? {
         Resolved::Predefined(o) => {
+            if let Some(ld) = super::long_double::LongDouble::new(o, dt) {
+                return ld
+                    .map(|l| Box::new(l) as Combiner)
+                    .map_err(|e| MpiError::new(c::MPI_ERR_OP, e));
+            }
             let elem = types::reduce_elem(dt)?;
             Predefined::new(o, elem)
                 .map(|p| Box::new(p) as Combiner)
@@ -317,6 +322,12 @@ unsafe fn reduce_local(
     let inout = unsafe { std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), len) };
     match r {
         Resolved::Predefined(o) => {
+            if let Some(ld) = super::long_double::LongDouble::new(o, dt) {
+                let ld = ld.map_err(|e| MpiError::new(c::MPI_ERR_OP, e))?;
+                return ld
+                    .combine(&input, inout)
+                    .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()));
+            }
             let elem = types::reduce_elem(dt)?;
             lanai_coll::combine(o, elem, &input, inout)
         }

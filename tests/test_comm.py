@@ -13,7 +13,7 @@ import pytest
 import harness
 from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
 
-PROGRAMS = ["comm_split", "comm_dup", "comm_create", "comm_group"]
+PROGRAMS = ["comm_split", "comm_dup", "comm_idup", "comm_create", "comm_group"]
 
 if harness.QUICK:
     SHAPES = [(1, 1), (3, 2), (4, 3)]

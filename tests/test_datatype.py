@@ -12,7 +12,7 @@ import pytest
 import harness
 from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
 
-PROGRAMS = ["datatype_layout", "datatype_comm"]
+PROGRAMS = ["datatype_layout", "datatype_comm", "datatype_coll"]
 
 if harness.QUICK:
     SHAPES = [(1, 1), (3, 2), (4, 3)]

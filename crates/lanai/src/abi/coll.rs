@@ -11,7 +11,7 @@ pub(super) mod scans;
 
 use super::consts as c;
 use super::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
-use super::datatype::staging::{self as staged, Staged, Use};
+use super::datatype::staging::{self as staged, Mode, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
@@ -24,6 +24,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 fn check_root(e: &Engine, comm: usize, root: c_int) -> MpiResult<u32> {
+    crate::engine::intercomm::reject(e.comms.get(comm)?)?;
     let size = e.comms.get(comm)?.size;
     if root < 0 || root as u32 >= size {
         return Err(MpiError::new(
@@ -245,6 +246,7 @@ unsafe fn nonblocking(
 // ---- barrier and broadcast ------------------------------------------------
 
 mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
+    if super::intercomm::is_inter(comm) { return super::intercomm::barrier(comm); }
     blocking("MPI_Barrier", comm, |e| e.ibarrier(comm_idx(comm)?))
 }}
 
@@ -270,18 +272,49 @@ unsafe fn bcast(
     e.ibcast(ci, b, root)
 }
 
+/// Broadcast, blocking or not, with the buffer staged for derived types.
+///
+/// # Safety
+/// `buffer` holds `count` elements of `datatype` until completion.
+unsafe fn bcast_staged(
+    name: &str,
+    mode: Mode,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, _| {
+            let how = if rank as c_int == root {
+                Use::INPUT
+            } else {
+                Use::OUTPUT
+            };
+            // SAFETY: the caller's buffer, valid until completion.
+            Ok(vec![unsafe { Staged::new(buffer, count, datatype, how)? }])
+        },
+        |e, a| {
+            // SAFETY: the staged buffer lives until the collective completes.
+            unsafe { bcast(e, a[0].ptr(), a[0].count(), a[0].dt(), root, comm) }
+        },
+    )
+}
+
 mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Bcast", comm, |rank, _| {
-        let how = if rank as c_int == root { Use::INPUT } else { Use::OUTPUT };
-        // SAFETY: the caller's buffer, valid for the call.
-        Ok(vec![unsafe { Staged::new(buffer, count, datatype, how)? }])
-    // SAFETY: the staged buffer lives until the collective completes.
-    }, |e, a| unsafe { bcast(e, a[0].ptr(), a[0].count(), a[0].dt(), root, comm) })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::bcast(buffer, count, datatype, root, comm) }; }
+    // SAFETY: the caller's buffer, valid for the call.
+    unsafe { bcast_staged("MPI_Bcast", Mode::Wait, buffer, count, datatype, root, comm) }
 }}
 
 mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffer valid until the request completes.
-    unsafe { nonblocking("MPI_Ibcast", comm, request, |e| bcast(e, buffer, count, datatype, root, comm)) }
+    unsafe { bcast_staged("MPI_Ibcast", Mode::Request(request), buffer, count, datatype, root, comm) }
 }}
 
 // ---- reduce and allreduce -------------------------------------------------
@@ -332,7 +365,7 @@ unsafe fn reduce(
 ///
 /// # Safety
 /// As for [`Staged::new`].
-unsafe fn reduce_arg(
+pub(super) unsafe fn reduce_arg(
     p: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
@@ -347,23 +380,69 @@ unsafe fn reduce_arg(
     }
 }
 
+/// Reduce, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers hold `count` elements of `datatype` (where significant)
+/// until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, _| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
+                    if rank as c_int == root {
+                        reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?
+                    } else {
+                        Staged::pass(recvbuf, count, datatype)
+                    },
+                ])
+            }
+        },
+        |e, a| {
+            let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                reduce(
+                    e,
+                    a[0].ptr(),
+                    a[1].ptr(),
+                    lead.count(),
+                    lead.dt(),
+                    op,
+                    root,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Reduce", comm, |rank, _| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
-            if rank as c_int == root { reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)? } else { Staged::pass(recvbuf, count, datatype) },
-        ]) }
-    }, |e, a| {
-        let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
-        // SAFETY: the staged buffers live until the collective completes.
-        unsafe { reduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, root, comm) }
-    })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { reduce_staged("MPI_Reduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, root, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ireduce", comm, request, |e| reduce(e, sendbuf, recvbuf, count, datatype, op, root, comm)) }
+    unsafe { reduce_staged("MPI_Ireduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, root, comm) }
 }}
 
 /// # Safety
@@ -391,21 +470,50 @@ unsafe fn allreduce(
     e.iallreduce(ci, data, out, comb)
 }
 
+/// Allreduce, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers hold `count` elements of `datatype` until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allreduce_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, _| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
+                    reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe { allreduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm) }
+        },
+    )
+}
+
 mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Allreduce", comm, |_, _| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
-            reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
-        ]) }
-    }, |e, a| {
-        let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
-        // SAFETY: the staged buffers live until the collective completes.
-        unsafe { allreduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm) }
-    })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { allreduce_staged("MPI_Allreduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iallreduce", comm, request, |e| allreduce(e, sendbuf, recvbuf, count, datatype, op, comm)) }
+    unsafe { allreduce_staged("MPI_Iallreduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, comm) }
 }}

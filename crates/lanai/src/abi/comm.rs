@@ -1,11 +1,11 @@
 //! Communicator entry points: creation (dup, split, create), free, compare,
-//! names and the intercommunicator queries (Lanai has intracommunicators only).
+//! names and the intercommunicator queries (creation and merge: `intercomm.rs`).
 
 use super::consts as c;
 use super::consts::{MPI_Comm, MPI_Group, MPI_Info, MPI_Request};
 use super::group::{group_of, new_group_handle, put};
-use super::requests::{handle_of, new_done_request};
-use super::{call, comm_handle, comm_idx, empty_status};
+use super::requests::handle_of;
+use super::{call, comm_handle, comm_idx};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -52,10 +52,9 @@ mpi_fn! { MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info (comm: MPI_Comm, info
     super::attr::after_comm_dup("MPI_Comm_dup_with_info", rc, comm, newcomm)
 }}
 
-/// `MPI_Comm_idup`: the context agreement runs to completion inside the
-/// call (blocking), and the request returned is already complete. A program
-/// that needs the call to return before the other members have entered it
-/// (e.g. idup, then a send the others receive before their idup) deadlocks.
+/// `MPI_Comm_idup`: the new handle is written at once; the communicator
+/// may be used once the request completes (the context agreement runs in
+/// the background, see `engine::comm_idup`).
 fn idup(
     e: &mut Engine,
     comm: MPI_Comm,
@@ -63,10 +62,13 @@ fn idup(
     request: *mut MPI_Request,
 ) -> MpiResult<()> {
     check_out(request, "request")?;
-    dup(e, comm, newcomm)?;
-    let r = new_done_request(e, empty_status());
-    // SAFETY: checked non-null; the caller's output argument.
-    unsafe { put(request, handle_of(r), "request") }
+    check_out(newcomm, "newcomm")?;
+    let (new, r) = e.comm_idup(comm_idx(comm)?)?;
+    // SAFETY: checked non-null; the caller's output arguments.
+    unsafe {
+        put_comm(newcomm, Some(new))?;
+        put(request, handle_of(r), "request")
+    }
 }
 
 mpi_fn! { MPI_Comm_idup / PMPI_Comm_idup (comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -197,9 +199,9 @@ mpi_fn! { MPI_Comm_get_name / PMPI_Comm_get_name (comm: MPI_Comm, comm_name: *mu
 
 mpi_fn! { MPI_Comm_test_inter / PMPI_Comm_test_inter (comm: MPI_Comm, flag: *mut c_int) -> c_int {
     call("MPI_Comm_test_inter", Some(comm), |e| {
-        e.comms.get(comm_idx(comm)?)?;
+        let inter = e.comms.get(comm_idx(comm)?)?.is_inter();
         // SAFETY: the caller's output argument.
-        unsafe { put(flag, 0, "flag") }
+        unsafe { put(flag, c_int::from(inter), "flag") }
     })
 }}
 
@@ -207,16 +209,22 @@ fn not_inter() -> MpiError {
     MpiError::new(c::MPI_ERR_COMM, "not an intercommunicator")
 }
 
-mpi_fn! { MPI_Comm_remote_size / PMPI_Comm_remote_size (comm: MPI_Comm, _size: *mut c_int) -> c_int {
+mpi_fn! { MPI_Comm_remote_size / PMPI_Comm_remote_size (comm: MPI_Comm, size: *mut c_int) -> c_int {
     call("MPI_Comm_remote_size", Some(comm), |e| {
-        e.comms.get(comm_idx(comm)?)?;
-        Err(not_inter())
+        let cm = e.comms.get(comm_idx(comm)?)?;
+        let n = cm.inter.as_ref().ok_or_else(not_inter)?.members.len();
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, n as c_int, "size") }
     })
 }}
 
-mpi_fn! { MPI_Comm_remote_group / PMPI_Comm_remote_group (comm: MPI_Comm, _group: *mut MPI_Group) -> c_int {
+mpi_fn! { MPI_Comm_remote_group / PMPI_Comm_remote_group (comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     call("MPI_Comm_remote_group", Some(comm), |e| {
-        e.comms.get(comm_idx(comm)?)?;
-        Err(not_inter())
+        check_out(group, "group")?;
+        let cm = e.comms.get(comm_idx(comm)?)?;
+        let members = cm.inter.as_ref().ok_or_else(not_inter)?.members.clone();
+        let h = new_group_handle(e, crate::engine::group::Group::new(members));
+        // SAFETY: checked non-null; the caller's output argument.
+        unsafe { put(group, h, "group") }
     })
 }}

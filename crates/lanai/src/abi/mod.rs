@@ -25,6 +25,7 @@ mod env;
 mod errhandler;
 mod group;
 mod info;
+mod intercomm;
 mod large_count;
 mod long_double;
 mod p2p;

@@ -5,7 +5,7 @@ use super::consts::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status
 use super::datatype::staging::{self, Pending};
 use super::requests::{finish_blocking, handle_of, new_done_request};
 use super::userbuf::UserBuf;
-use super::{call, check_tag, comm_idx, datatype, types, user_buf, write_status};
+use super::{call, check_tag, comm_idx, datatype, types, write_status};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Persistent, SendMode, Status};
 use crate::engine::{proc_null_status, Engine};
@@ -16,7 +16,7 @@ use std::os::raw::c_int;
 /// Starts a send of any mode; returns the request index (completed or not).
 ///
 /// # Safety
-/// As for [`user_buf`].
+/// As for [`crate::abi::user_buf`].
 #[allow(clippy::too_many_arguments)] // mirrors the C signature plus the mode
 unsafe fn isend(
     e: &mut Engine,
@@ -85,7 +85,7 @@ nonblocking_send!(MPI_Irsend, PMPI_Irsend, SendMode::Ready);
 nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, SendMode::Buffered);
 
 /// # Safety
-/// As for [`user_buf`].
+/// As for [`crate::abi::user_buf`].
 unsafe fn irecv(
     e: &mut Engine,
     buf: *mut c_void,
@@ -269,7 +269,7 @@ mpi_fn! { MPI_Mprobe / PMPI_Mprobe (source: c_int, tag: c_int, comm: MPI_Comm, m
 /// Starts receiving a matched message; `None` for `MPI_MESSAGE_NO_PROC`.
 ///
 /// # Safety
-/// As for [`user_buf`]; `message` points to a message handle.
+/// As for [`crate::abi::user_buf`]; `message` points to a message handle.
 unsafe fn start_mrecv(
     e: &mut Engine,
     buf: *mut c_void,
@@ -460,7 +460,7 @@ macro_rules! send_init {
             call(stringify!($name), Some(comm), |e| {
                 let ci = comm_idx(comm)?;
                 // SAFETY: the standard keeps the buffer valid while the request exists.
-                let b = unsafe { user_buf(buf, count, datatype)? };
+                let (b, keep) = unsafe { staging::persistent_buf(buf, count, datatype, true)? };
                 check_tag(tag, false)?;
                 if dest != c::MPI_PROC_NULL {
                     e.comms.get(ci)?.check_rank(dest)?;
@@ -469,6 +469,10 @@ macro_rules! send_init {
                     return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
                 }
                 let r = e.persistent(Persistent::Send { comm: ci, dest, tag, buf: b, mode: $mode });
+                // The packed temporary lives as long as the request.
+                if let Some(p) = keep {
+                    staging::hold(e, r, p);
+                }
                 // SAFETY: checked non-null.
                 unsafe { *request = handle_of(r) };
                 Ok(())
@@ -486,7 +490,7 @@ mpi_fn! { MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, dataty
     call("MPI_Recv_init", Some(comm), |e| {
         let ci = comm_idx(comm)?;
         // SAFETY: the standard keeps the buffer valid while the request exists.
-        let b = unsafe { user_buf(buf, count, datatype)? };
+        let (b, keep) = unsafe { staging::persistent_buf(buf, count, datatype, false)? };
         check_tag(tag, true)?;
         if source != c::MPI_PROC_NULL && source != c::MPI_ANY_SOURCE {
             e.comms.get(ci)?.check_rank(source)?;
@@ -495,6 +499,10 @@ mpi_fn! { MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, dataty
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
         let r = e.persistent(Persistent::Recv { comm: ci, src: source, tag, buf: b });
+        // Unpacked into the user layout at each completion.
+        if let Some(p) = keep {
+            staging::hold(e, r, p);
+        }
         // SAFETY: checked non-null.
         unsafe { *request = handle_of(r) };
         Ok(())

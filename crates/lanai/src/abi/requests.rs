@@ -81,9 +81,12 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
             return Ok(None);
         }
         let st = r.status;
+        // A derived-type receive is unpacked once per start.
+        let unpacked = staging::settle(e, idx, &st);
         if let Some(r) = e.st.reqs.get_mut(idx) {
             r.active = false;
         }
+        unpacked?;
         return Ok(Some(st));
     }
     if !r.done {
@@ -408,6 +411,7 @@ mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_
         if r.done || (r.persistent.is_some() && !r.active) {
             let st = r.status;
             let unpacked = staging::settle(e, idx, &st);
+            staging::forget(e, idx);
             e.st.reqs.remove(idx);
             unpacked?;
         } else {
@@ -434,8 +438,14 @@ mpi_fn! { MPI_Request_get_status / PMPI_Request_get_status (request: MPI_Request
             let r = e.st.reqs.get(idx).ok_or_else(|| MpiError::internal("request vanished"))?;
             if r.persistent.is_some() && !r.active {
                 Some(empty_status())
+            } else if r.done {
+                // Complete means unpacked: do it now (once; Wait/Test
+                // will not repeat it).
+                let st = r.status;
+                staging::settle(e, idx, &st)?;
+                Some(st)
             } else {
-                r.done.then_some(r.status)
+                None
             }
         };
         // SAFETY: checked non-null.
@@ -482,6 +492,7 @@ mpi_fn! { MPI_Start / PMPI_Start (request: *mut MPI_Request) -> c_int {
         }
         // SAFETY: checked non-null.
         let idx = index_of(e, unsafe { *request })?;
+        staging::restart(e, idx)?;
         e.start(idx)
     })
 }}
@@ -492,6 +503,7 @@ mpi_fn! { MPI_Startall / PMPI_Startall (count: c_int, array_of_requests: *mut MP
         let hs = unsafe { handles(array_of_requests, count)? };
         for &h in hs.iter() {
             let idx = index_of(e, h)?;
+            staging::restart(e, idx)?;
             e.start(idx)?;
         }
         Ok(())

@@ -157,7 +157,7 @@ impl Colls {
 
 /// A machine refused its arguments: mostly counts that do not add up, which
 /// the caller can cause, so they get the MPI class that names the cause.
-fn coll_err(e: CollError) -> MpiError {
+pub(super) fn coll_err(e: CollError) -> MpiError {
     use crate::abi::consts as c;
     let class = match e {
         CollError::LocalLengthMismatch { .. } | CollError::DataLengthMismatch { .. } => {
@@ -282,6 +282,7 @@ impl Engine {
         out: Option<CollOut>,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
+        super::intercomm::reject(cm)?;
         let seq = cm.coll_seq;
         cm.coll_seq = cm.coll_seq.wrapping_add(1);
         let (ctx, rank, map) = (cm.coll_ctx(), cm.rank, cm.map.clone());
@@ -389,6 +390,7 @@ impl Engine {
     }
 
     pub fn ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
+        super::intercomm::reject(self.comms.get(comm)?)?;
         if self.comms.get(comm)?.size == 1 {
             // Alone: nothing to wait for, and no sequence number to keep in step.
             let req = self.st.reqs.insert(Op::Coll);

@@ -47,6 +47,8 @@ pub struct Comm {
     pub central: Central,
     /// Process topology (Cartesian, graph...), shared with its duplicates.
     pub topo: Option<Arc<super::topo::Topology>>,
+    /// The remote group, for an intercommunicator.
+    pub inter: Option<Arc<super::intercomm::Remote>>,
 }
 
 impl Comm {
@@ -61,12 +63,42 @@ impl Comm {
         self.ctx + 1
     }
 
-    /// Checks a destination or source rank (not a wildcard or PROC_NULL).
+    /// Checks a destination or source rank (not a wildcard or PROC_NULL);
+    /// on an intercommunicator it names a rank of the remote group.
     pub fn check_rank(&self, r: i32) -> MpiResult<u32> {
-        if r < 0 || r as u32 >= self.size {
-            return Err(MpiError::rank(r, self.size as usize));
+        if r < 0 || r as u32 >= self.peer_count() {
+            return Err(MpiError::rank(r, self.peer_count() as usize));
         }
         Ok(r as u32)
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.inter.is_some()
+    }
+
+    /// Size of the group point-to-point ranks name (the remote group of an
+    /// intercommunicator).
+    pub fn peer_count(&self) -> u32 {
+        match &self.inter {
+            Some(r) => r.members.len() as u32,
+            None => self.size,
+        }
+    }
+
+    /// World rank of point-to-point rank `r` (checked by `check_rank`).
+    pub fn peer_world(&self, r: u32) -> u32 {
+        match &self.inter {
+            Some(rem) => rem.members[r as usize],
+            None => self.world_rank(r),
+        }
+    }
+
+    /// World ranks a point-to-point operation may reach.
+    pub fn peers(&self) -> Vec<u32> {
+        match &self.inter {
+            Some(rem) => rem.members.clone(),
+            None => self.members(),
+        }
     }
 
     /// World ranks of the members, in comm-rank order.
@@ -75,7 +107,7 @@ impl Comm {
     }
 
     /// A communicator derived from this one: same handler, fresh sequence.
-    fn derive(&self, ctx: u32, rank: u32, members: Vec<u32>) -> Comm {
+    pub(super) fn derive(&self, ctx: u32, rank: u32, members: Vec<u32>) -> Comm {
         Comm {
             ctx,
             rank,
@@ -87,6 +119,7 @@ impl Comm {
             name: None,
             central: Central::Untried,
             topo: None,
+            inter: None,
         }
     }
 }
@@ -96,16 +129,22 @@ pub const WORLD: usize = 0;
 pub const SELF: usize = 1;
 
 /// Context-id slots (communicators alive at once in one process).
-const CTX_SLOTS: usize = 4096;
-const MASK_BYTES: usize = CTX_SLOTS / 8;
+pub(super) const CTX_SLOTS: usize = 4096;
+pub(super) const MASK_BYTES: usize = CTX_SLOTS / 8;
+/// Agreement rounds before a creation gives up for want of a context id.
+pub(super) const AGREEMENT_ROUNDS: u32 = 1000;
 /// Context ids at or above this are temporary (see `create_group`).
-const TEMP_CTX_BASE: u32 = 0x8000_0000;
+pub(super) const TEMP_CTX_BASE: u32 = 0x8000_0000;
 
 #[derive(Debug)]
 pub struct Comms {
     table: Vec<Option<Comm>>,
     /// Bit `s` of byte `s / 8` set: slot `s` (ids `2s`, `2s + 1`) is free.
-    free_slots: Vec<u8>,
+    pub(super) free_slots: Vec<u8>,
+    /// Free slots this process offered to a nonblocking agreement still in
+    /// flight (`Comm_idup`). Concurrent agreements get disjoint offers, so
+    /// two of them can never pick the same slot for this process.
+    offered: Vec<u8>,
     /// `MPI_Comm_create_group` calls so far, by (parent, tag, group) hash.
     create_group_calls: HashMap<u64, u32>,
     /// User groups (`MPI_Group` handles).
@@ -131,6 +170,7 @@ impl Comms {
             name: None,
             central: Central::Untried,
             topo: None,
+            inter: None,
         };
         let me = Comm {
             ctx: 2,
@@ -145,6 +185,7 @@ impl Comms {
         Self {
             table: vec![Some(world), Some(me)],
             free_slots,
+            offered: vec![0; MASK_BYTES],
             create_group_calls: HashMap::new(),
             groups: Groups::default(),
         }
@@ -208,8 +249,43 @@ impl Comms {
         }
     }
 
-    fn take_slot(&mut self, slot: usize) {
+    pub(super) fn take_slot(&mut self, slot: usize) {
         self.free_slots[slot / 8] &= !(1 << (slot % 8));
+    }
+
+    /// Reserves slots for a new agreement: the free ones not offered to
+    /// another agreement in flight, all of them or only those in the window
+    /// `start .. start + len` (wrapping). Every member of a nonblocking
+    /// agreement computes the same window, so what they offer depends on
+    /// their free slots only, never on timing.
+    pub(super) fn offer(&mut self, window: Option<(usize, usize)>) -> Vec<u8> {
+        let mut mask: Vec<u8> = self
+            .free_slots
+            .iter()
+            .zip(&self.offered)
+            .map(|(f, o)| f & !o)
+            .collect();
+        if let Some((start, len)) = window {
+            let mut keep = vec![0u8; mask.len()];
+            for k in 0..len.min(CTX_SLOTS) {
+                let s = (start + k) % CTX_SLOTS;
+                keep[s / 8] |= 1 << (s % 8);
+            }
+            for (m, k) in mask.iter_mut().zip(&keep) {
+                *m &= k;
+            }
+        }
+        for (o, m) in self.offered.iter_mut().zip(&mask) {
+            *o |= m;
+        }
+        mask
+    }
+
+    /// Ends an offer made with [`Comms::offer`].
+    pub(super) fn withdraw(&mut self, mask: &[u8]) {
+        for (o, m) in self.offered.iter_mut().zip(mask) {
+            *o &= !m;
+        }
     }
 
     /// The default name of a communicator.
@@ -229,6 +305,9 @@ impl Comms {
         if a == b {
             return Ok(c::MPI_IDENT);
         }
+        if ca.is_inter() || cb.is_inter() {
+            return Ok(super::intercomm::compare(ca, cb));
+        }
         Ok(
             match super::group::compare_members(&ca.members(), &cb.members()) {
                 c::MPI_IDENT => c::MPI_CONGRUENT,
@@ -239,7 +318,7 @@ impl Comms {
 }
 
 /// Lowest slot set in `mask`.
-fn lowest_free(mask: &[u8]) -> Option<usize> {
+pub(super) fn lowest_free(mask: &[u8]) -> Option<usize> {
     mask.iter()
         .enumerate()
         .find(|(_, &b)| b != 0)
@@ -301,7 +380,7 @@ fn coll_err(e: CollError) -> MpiError {
 
 impl Engine {
     /// Runs `machine` on `comm` to completion and returns its result.
-    fn run_internal(
+    pub(super) fn run_internal(
         &mut self,
         comm: usize,
         machine: Box<dyn Collective + Send>,
@@ -331,28 +410,50 @@ impl Engine {
     /// of them. Members that will not join the new communicator (`join`
     /// false) take part but keep the id free.
     fn agree_ctx(&mut self, comm: usize, join: bool) -> MpiResult<u32> {
+        // Slots offered to a pending Comm_idup are held back; when that leaves
+        // no common slot, every member sees the same empty result and tries
+        // again (the pending agreements progress meanwhile).
+        for _ in 0..AGREEMENT_ROUNDS {
+            let mask = self.with_offer(|e, offer| {
+                let m = e.ctx_agreement(comm, offer)?;
+                e.run_internal(comm, m)
+            })?;
+            if let Some(slot) = lowest_free(&mask) {
+                if join {
+                    self.comms.take_slot(slot);
+                }
+                return Ok(slot as u32 * 2);
+            }
+        }
+        Err(MpiError::other(format!(
+            "out of context ids: {CTX_SLOTS} communicators exist at once"
+        )))
+    }
+
+    /// Runs `f` with this process's offer of free slots for an agreement,
+    /// reserved while `f` runs, so agreements progressing meanwhile (a
+    /// `Comm_idup`) never offer the same slots.
+    pub(super) fn with_offer<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self, Vec<u8>) -> MpiResult<T>,
+    ) -> MpiResult<T> {
+        let offer = self.comms.offer(None);
+        let r = f(self, offer.clone());
+        self.comms.withdraw(&offer);
+        r
+    }
+
+    /// The AND allreduce of `mask` over `comm` that agrees on a context id.
+    pub(super) fn ctx_agreement(
+        &self,
+        comm: usize,
+        mask: Vec<u8>,
+    ) -> MpiResult<Box<dyn Collective + Send>> {
         let cm = self.comms.get(comm)?;
         let band = lanai_coll::Predefined::new(lanai_coll::Op::Band, lanai_coll::Elem::U8)
             .map_err(|e| MpiError::internal(e.to_string()))?;
-        let m = lanai_coll::allreduce(
-            cm.rank,
-            cm.size,
-            self.comms.free_slots.clone(),
-            band,
-            self.settings.algos.allreduce,
-        )
-        .map_err(coll_err)?;
-        let mask = self.run_internal(comm, m)?;
-        let slot = lowest_free(&mask).ok_or_else(|| {
-            MpiError::other(format!(
-                "out of context ids: {} communicators exist at once",
-                CTX_SLOTS
-            ))
-        })?;
-        if join {
-            self.comms.take_slot(slot);
-        }
-        Ok(slot as u32 * 2)
+        lanai_coll::allreduce(cm.rank, cm.size, mask, band, self.settings.algos.allreduce)
+            .map_err(coll_err)
     }
 
     /// `MPI_Comm_free`: drops the communicator and gives back its barrier channel.
@@ -368,6 +469,9 @@ impl Engine {
 
     /// `MPI_Comm_dup`: same group, new context, handler inherited.
     pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
+        if self.comms.get(parent)?.is_inter() {
+            return self.inter_dup(parent);
+        }
         let ctx = self.agree_ctx(parent, true)?;
         let p = self.comms.get(parent)?;
         let mut new = p.derive(ctx, p.rank, p.members());
@@ -378,6 +482,7 @@ impl Engine {
 
     /// `MPI_Comm_split`: `None` for `MPI_UNDEFINED` colour.
     pub fn comm_split(&mut self, parent: usize, color: i32, key: i32) -> MpiResult<Option<usize>> {
+        super::intercomm::reject(self.comms.get(parent)?)?;
         if color < 0 && color != c::MPI_UNDEFINED {
             return Err(MpiError::new(
                 c::MPI_ERR_ARG,
@@ -452,6 +557,7 @@ impl Engine {
     /// `MPI_Comm_create`: collective over `parent`; `None` for non-members.
     /// Disjoint groups at different processes are allowed (MPI-2.2).
     pub fn comm_create(&mut self, parent: usize, g: &Group) -> MpiResult<Option<usize>> {
+        super::intercomm::reject(self.comms.get(parent)?)?;
         self.check_subgroup(parent, g)?;
         let me = self.job.rank;
         let my_rank = g.rank_of(me);
@@ -468,6 +574,7 @@ impl Engine {
     /// named by a hash of (parent, tag, group, how many such calls came
     /// before), so concurrent calls by other groups cannot mix with it.
     pub fn comm_create_group(&mut self, parent: usize, g: &Group, tag: i32) -> MpiResult<usize> {
+        super::intercomm::reject(self.comms.get(parent)?)?;
         self.check_subgroup(parent, g)?;
         let rank = g.rank_of(self.job.rank).ok_or_else(|| {
             MpiError::new(c::MPI_ERR_GROUP, "the calling process is not in the group")

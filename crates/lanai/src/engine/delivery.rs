@@ -40,6 +40,8 @@ pub struct State {
     pub matcher: Matcher,
     pub followups: Vec<Followup>,
     pub colls: super::coll::Colls,
+    /// `MPI_Comm_idup` agreements in flight.
+    pub idups: Vec<super::comm_idup::Idup>,
     /// Persistent requests and the child operation running each start.
     pub persistent_children: Vec<(usize, usize)>,
     /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.

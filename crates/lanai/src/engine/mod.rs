@@ -7,10 +7,12 @@ pub mod bootstrap;
 pub mod central;
 pub mod coll;
 pub mod comm;
+mod comm_idup;
 pub mod delivery;
 pub mod doorbell;
 pub mod error;
 pub mod group;
+pub mod intercomm;
 pub mod matching;
 pub mod net;
 mod p2p;
@@ -319,8 +321,7 @@ impl Engine {
 
     fn connect_all_remote(&mut self, comm: usize) -> MpiResult<()> {
         let c = self.comms.get(comm)?.clone();
-        for r in 0..c.size {
-            let w = c.world_rank(r);
+        for w in c.peers() {
             if self.net.routes[w as usize] == Route::Tcp {
                 self.ensure_addr(w)?;
                 if let Some(tcp) = self.net.tcp.as_mut() {

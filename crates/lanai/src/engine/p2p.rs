@@ -29,7 +29,7 @@ impl Engine {
             return Ok(None);
         }
         let dest = cm.check_rank(dest)?;
-        let to = cm.world_rank(dest);
+        let to = cm.peer_world(dest);
         let (ctx, src) = (cm.ctx, cm.rank);
         let len = buf.len();
         let route = self.net.routes[to as usize];
@@ -161,7 +161,11 @@ impl Engine {
             self.st.reqs.complete(req, proc_null_status());
             return Ok(req);
         }
-        if src == ANY_SOURCE && !cm.all_connected && self.net.tcp.is_some() && cm.size > 1 {
+        if src == ANY_SOURCE
+            && !cm.all_connected
+            && self.net.tcp.is_some()
+            && (cm.size > 1 || cm.is_inter())
+        {
             // Seed 004: a wildcard receive may match anyone, so connect to everyone.
             self.connect_all_remote(comm)?;
         }

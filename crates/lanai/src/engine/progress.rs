@@ -74,6 +74,9 @@ impl Engine {
         if !self.st.colls.central.is_empty() {
             did |= self.drive_central()?;
         }
+        if !self.st.idups.is_empty() {
+            did |= self.drive_idups()?;
+        }
         Ok(did)
     }
 

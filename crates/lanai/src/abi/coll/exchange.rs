@@ -2,12 +2,12 @@
 //! per-rank counts and (alltoallw) with per-rank datatypes.
 
 use super::{
-    block_bytes, blocking, bytes_buf, comm_info, in_place, int_array, layout_v, layout_w,
-    nonblocking, not_in_place, same_len, send_data, slice_of, type_array,
+    block_bytes, bytes_buf, comm_info, in_place, int_array, layout_v, layout_w, not_in_place,
+    same_len, send_data, slice_of, type_array,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::abi::datatype::staging::{self as staged, Staged, Use};
+use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -44,20 +44,63 @@ unsafe fn allgather(
     e.iallgather(ci, data, out)
 }
 
+/// Allgather, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+                    Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                allgather(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].count(),
+                    a[1].dt(),
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Allgather", comm, |_, size| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
-            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
-        ]) }
-    // SAFETY: the staged buffers live until the collective completes.
-    }, |e, a| unsafe { allgather(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), comm) })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { allgather_staged("MPI_Allgather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iallgather", comm, request, |e| allgather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) }
+    unsafe { allgather_staged("MPI_Iallgather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 /// # Safety
@@ -96,14 +139,63 @@ unsafe fn allgatherv(
     e.iallgatherv(ci, data, &recv, out)
 }
 
+/// Allgatherv, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers and arrays are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // SAFETY: the caller's buffers and arrays, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+                    Staged::new_v(recvbuf, recvcounts, displs, size, recvtype, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers and arrays live until the collective completes.
+            unsafe {
+                allgatherv(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].counts(recvcounts),
+                    a[1].displs(displs),
+                    a[1].dt(),
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Allgatherv", comm, |e| unsafe { allgatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) })
+    unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iallgatherv", comm, request, |e| allgatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)) }
+    unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 /// Starts an all-to-all once the receive side is known: with MPI_IN_PLACE
@@ -158,20 +250,63 @@ unsafe fn alltoall(
     unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
 }
 
+/// Alltoall, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?,
+                    Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                alltoall(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].count(),
+                    a[1].dt(),
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Alltoall", comm, |_, size| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?,
-            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
-        ]) }
-    // SAFETY: the staged buffers live until the collective completes.
-    }, |e, a| unsafe { alltoall(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), comm) })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { alltoall_staged("MPI_Alltoall", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ialltoall", comm, request, |e| alltoall(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) }
+    unsafe { alltoall_staged("MPI_Ialltoall", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 /// # Safety
@@ -212,14 +347,65 @@ unsafe fn alltoallv(
     unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
 }
 
+/// Alltoallv, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers and arrays are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // SAFETY: the caller's buffers and arrays, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new_v(sendbuf, sendcounts, sdispls, size, sendtype, Use::INPUT)?,
+                    Staged::new_v(recvbuf, recvcounts, rdispls, size, recvtype, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers and arrays live until the collective completes.
+            unsafe {
+                alltoallv(
+                    e,
+                    a[0].ptr(),
+                    a[0].counts(sendcounts),
+                    a[0].displs(sdispls),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].counts(recvcounts),
+                    a[1].displs(rdispls),
+                    a[1].dt(),
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Alltoallv / PMPI_Alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Alltoallv", comm, |e| unsafe { alltoallv(e, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) })
+    unsafe { alltoallv_staged("MPI_Alltoallv", Mode::Wait, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoallv / PMPI_Ialltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ialltoallv", comm, request, |e| alltoallv(e, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)) }
+    unsafe { alltoallv_staged("MPI_Ialltoallv", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
 }}
 
 /// # Safety
@@ -260,12 +446,63 @@ unsafe fn alltoallw(
     unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
 }
 
+/// Alltoallw, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers and arrays are valid until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // SAFETY: the caller's buffers and arrays, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new_w(sendbuf, sendcounts, sdispls, sendtypes, size, Use::INPUT)?,
+                    Staged::new_w(recvbuf, recvcounts, rdispls, recvtypes, size, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers and arrays live until the collective completes.
+            unsafe {
+                alltoallw(
+                    e,
+                    a[0].ptr(),
+                    a[0].counts(sendcounts),
+                    a[0].displs(sdispls),
+                    a[0].types(sendtypes),
+                    a[1].ptr(),
+                    a[1].counts(recvcounts),
+                    a[1].displs(rdispls),
+                    a[1].types(recvtypes),
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Alltoallw / PMPI_Alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Alltoallw", comm, |e| unsafe { alltoallw(e, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) })
+    unsafe { alltoallw_staged("MPI_Alltoallw", Mode::Wait, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoallw / PMPI_Ialltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ialltoallw", comm, request, |e| alltoallw(e, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)) }
+    unsafe { alltoallw_staged("MPI_Ialltoallw", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
 }}

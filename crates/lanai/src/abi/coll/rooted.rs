@@ -1,12 +1,12 @@
 //! Gather and scatter, with equal blocks and with per-rank counts.
 
 use super::{
-    block_bytes, blocking, bytes_buf, check_root, comm_info, in_place, int_array, layout_v,
-    nonblocking, not_in_place, same_len, send_data, slice_of,
+    block_bytes, bytes_buf, check_root, comm_info, in_place, int_array, layout_v, not_in_place,
+    same_len, send_data, slice_of,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::abi::datatype::staging::{self as staged, Staged, Use};
+use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::user_buf;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -58,20 +58,69 @@ unsafe fn gather(
     e.igather(ci, data, Some(out), root)
 }
 
+/// Gather, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, size| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+                    if rank as c_int == root {
+                        Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?
+                    } else {
+                        Staged::pass(recvbuf, recvcount, recvtype)
+                    },
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                gather(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].count(),
+                    a[1].dt(),
+                    root,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Gather", comm, |rank, size| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
-            if rank as c_int == root { Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))? } else { Staged::pass(recvbuf, recvcount, recvtype) },
-        ]) }
-    // SAFETY: the staged buffers live until the collective completes.
-    }, |e, a| unsafe { gather(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), root, comm) })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { gather_staged("MPI_Gather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Igather", comm, request, |e| gather(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+    unsafe { gather_staged("MPI_Igather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 /// # Safety
@@ -120,14 +169,70 @@ unsafe fn gatherv(
     e.igatherv(ci, data, &recv, Some(out), root)
 }
 
+/// Gatherv, blocking or not, with the buffers staged for derived types
+/// (the root's blocks back to back in a temporary).
+///
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, size| {
+            // SAFETY: the caller's buffers and arrays, valid until completion.
+            unsafe {
+                Ok(vec![
+                    Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
+                    if rank as c_int == root {
+                        Staged::new_v(recvbuf, recvcounts, displs, size, recvtype, Use::OUTPUT)?
+                    } else {
+                        Staged::pass(recvbuf, 0, recvtype)
+                    },
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers and arrays live until the collective completes.
+            unsafe {
+                gatherv(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].counts(recvcounts),
+                    a[1].displs(displs),
+                    a[1].dt(),
+                    root,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Gatherv", comm, |e| unsafe { gatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) })
+    unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Igatherv", comm, request, |e| gatherv(e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)) }
+    unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 /// The root's own receive buffer in a scatter: `None` for MPI_IN_PLACE;
@@ -192,20 +297,69 @@ unsafe fn scatter(
     e.iscatter(ci, data, blk, out, root)
 }
 
+/// Scatter, blocking or not, with the buffers staged for derived types.
+///
+/// # Safety
+/// The buffers are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, size| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    if rank as c_int == root {
+                        Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?
+                    } else {
+                        Staged::pass(sendbuf, sendcount, sendtype)
+                    },
+                    Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                scatter(
+                    e,
+                    a[0].ptr(),
+                    a[0].count(),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].count(),
+                    a[1].dt(),
+                    root,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    staged::blocking("MPI_Scatter", comm, |rank, size| {
-        // SAFETY: the caller's buffers, valid for the call.
-        unsafe { Ok(vec![
-            if rank as c_int == root { Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))? } else { Staged::pass(sendbuf, sendcount, sendtype) },
-            Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT)?,
-        ]) }
-    // SAFETY: the staged buffers live until the collective completes.
-    }, |e, a| unsafe { scatter(e, a[0].ptr(), a[0].count(), a[0].dt(), a[1].ptr(), a[1].count(), a[1].dt(), root, comm) })
+    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }; }
+    // SAFETY: the caller's buffers, valid for the call.
+    unsafe { scatter_staged("MPI_Scatter", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iscatter", comm, request, |e| scatter(e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+    unsafe { scatter_staged("MPI_Iscatter", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 /// # Safety
@@ -254,12 +408,68 @@ unsafe fn scatterv(
     e.iscatterv(ci, data, &send, mine, out, root)
 }
 
+/// Scatterv, blocking or not, with the buffers staged for derived types
+/// (the root's blocks back to back in a temporary).
+///
+/// # Safety
+/// The buffers and arrays are valid, where significant, until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, size| {
+            // SAFETY: the caller's buffers and arrays, valid until completion.
+            unsafe {
+                Ok(vec![
+                    if rank as c_int == root {
+                        Staged::new_v(sendbuf, sendcounts, displs, size, sendtype, Use::INPUT)?
+                    } else {
+                        Staged::pass(sendbuf, 0, sendtype)
+                    },
+                    Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            // SAFETY: the staged buffers and arrays live until the collective completes.
+            unsafe {
+                scatterv(
+                    e,
+                    a[0].ptr(),
+                    a[0].counts(sendcounts),
+                    a[0].displs(displs),
+                    a[0].dt(),
+                    a[1].ptr(),
+                    a[1].count(),
+                    a[1].dt(),
+                    root,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Scatterv", comm, |e| unsafe { scatterv(e, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) })
+    unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iscatterv", comm, request, |e| scatterv(e, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)) }
+    unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}

@@ -2,11 +2,12 @@
 //! per-rank counts and with equal blocks), inclusive and exclusive scan.
 
 use super::{
-    blocking, bytes_buf, combiner, comm_info, elem_bytes, in_place, int_array, nonblocking,
-    not_in_place, send_data,
+    bytes_buf, combiner, comm_info, elem_bytes, in_place, int_array, not_in_place, reduce_arg,
+    send_data,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use crate::abi::datatype::staging::{self as staged, Mode, Use};
 use crate::abi::{types, user_buf};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -58,14 +59,59 @@ unsafe fn reduce_scatter_block(
     e.ireduce_scatter_block(ci, data, out, comb)
 }
 
+/// Reduce_scatter_block, blocking or not, with the buffers staged for
+/// derived types.
+///
+/// # Safety
+/// As for [`reduce_scatter_block`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_block_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, size| {
+            // With MPI_IN_PLACE the whole input vector is in the receive buffer.
+            let out = if in_place(sendbuf) {
+                Use::OUTPUT.blocks(size)
+            } else {
+                Use::OUTPUT
+            };
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    reduce_arg(sendbuf, recvcount, datatype, op, Use::INPUT.blocks(size))?,
+                    reduce_arg(recvbuf, recvcount, datatype, op, out)?,
+                ])
+            }
+        },
+        |e, a| {
+            let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                reduce_scatter_block(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm)
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Reduce_scatter_block", comm, |e| unsafe { reduce_scatter_block(e, sendbuf, recvbuf, recvcount, datatype, op, comm) })
+    unsafe { reduce_scatter_block_staged("MPI_Reduce_scatter_block", Mode::Wait, sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ireduce_scatter_block", comm, request, |e| reduce_scatter_block(e, sendbuf, recvbuf, recvcount, datatype, op, comm)) }
+    unsafe { reduce_scatter_block_staged("MPI_Ireduce_scatter_block", Mode::Request(request), sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }}
 
 /// # Safety
@@ -100,14 +146,82 @@ unsafe fn reduce_scatter(
     e.ireduce_scatter(ci, data, &counts, out, comb)
 }
 
+/// Reduce_scatter, blocking or not, with the buffers staged for derived
+/// types (reduced as their basic kind, so the counts scale by the
+/// elements per instance).
+///
+/// # Safety
+/// As for [`reduce_scatter`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_staged(
+    name: &str,
+    mode: Mode,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |rank, size| {
+            // SAFETY: one count per rank.
+            let counts = unsafe { int_array(recvcounts, size, "recvcounts")? };
+            let total = counts
+                .iter()
+                .try_fold(
+                    0 as c_int,
+                    |a, &n| if n < 0 { None } else { a.checked_add(n) },
+                )
+                .ok_or_else(|| {
+                    MpiError::new(c::MPI_ERR_COUNT, "invalid or too large recvcounts")
+                })?;
+            let mine = counts[rank as usize];
+            // With MPI_IN_PLACE the whole input vector is in the receive buffer.
+            let out = if in_place(sendbuf) { total } else { mine };
+            // SAFETY: the caller's buffers, valid until completion.
+            let a = unsafe {
+                vec![
+                    reduce_arg(sendbuf, total, datatype, op, Use::INPUT)?,
+                    reduce_arg(recvbuf, out, datatype, op, Use::OUTPUT)?,
+                ]
+            };
+            Ok(a)
+        },
+        |e, a| {
+            let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+            let mut scaled: Vec<c_int> = Vec::new();
+            if lead.dt() != datatype {
+                let size = e.comms.get(crate::abi::comm_idx(comm)?)?.size;
+                let per = crate::abi::datatype::resolve(datatype)?.elements();
+                // SAFETY: one count per rank (checked when staging).
+                scaled = unsafe { int_array(recvcounts, size, "recvcounts")? }
+                    .iter()
+                    .map(|&n| c_int::try_from(n as u64 * per).map_err(|_| too_large()))
+                    .collect::<MpiResult<_>>()?;
+            }
+            let counts = if scaled.is_empty() {
+                recvcounts
+            } else {
+                scaled.as_ptr()
+            };
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe { reduce_scatter(e, a[0].ptr(), a[1].ptr(), counts, lead.dt(), op, comm) }
+        },
+    )
+}
+
 mpi_fn! { MPI_Reduce_scatter / PMPI_Reduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Reduce_scatter", comm, |e| unsafe { reduce_scatter(e, sendbuf, recvbuf, recvcounts, datatype, op, comm) })
+    unsafe { reduce_scatter_staged("MPI_Reduce_scatter", Mode::Wait, sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Ireduce_scatter", comm, request, |e| reduce_scatter(e, sendbuf, recvbuf, recvcounts, datatype, op, comm)) }
+    unsafe { reduce_scatter_staged("MPI_Ireduce_scatter", Mode::Request(request), sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }}
 
 /// Which prefix reduction.
@@ -147,22 +261,71 @@ unsafe fn scan(
     }
 }
 
+/// A prefix reduction, blocking or not, with the buffers staged for
+/// derived types.
+///
+/// # Safety
+/// As for [`scan`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_staged(
+    name: &str,
+    mode: Mode,
+    kind: Prefix,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    staged::collective(
+        name,
+        comm,
+        mode,
+        |_, _| {
+            // SAFETY: the caller's buffers, valid until completion.
+            unsafe {
+                Ok(vec![
+                    reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
+                    reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
+                ])
+            }
+        },
+        |e, a| {
+            let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
+            // SAFETY: the staged buffers live until the collective completes.
+            unsafe {
+                scan(
+                    e,
+                    kind,
+                    a[0].ptr(),
+                    a[1].ptr(),
+                    lead.count(),
+                    lead.dt(),
+                    op,
+                    comm,
+                )
+            }
+        },
+    )
+}
+
 mpi_fn! { MPI_Scan / PMPI_Scan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Scan", comm, |e| unsafe { scan(e, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) })
+    unsafe { scan_staged("MPI_Scan", Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iscan / PMPI_Iscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iscan", comm, request, |e| scan(e, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm)) }
+    unsafe { scan_staged("MPI_Iscan", Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Exscan / PMPI_Exscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's buffers, valid for the call.
-    blocking("MPI_Exscan", comm, |e| unsafe { scan(e, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) })
+    unsafe { scan_staged("MPI_Exscan", Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iexscan / PMPI_Iexscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { nonblocking("MPI_Iexscan", comm, request, |e| scan(e, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm)) }
+    unsafe { scan_staged("MPI_Iexscan", Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::abi::call;
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Aint, MPI_Datatype};
+use crate::abi::consts::{MPI_Aint, MPI_Count, MPI_Datatype};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::mpi_fn;
 use lanai_datatype::{Datatype, DatatypeError, Distribution, Order};
@@ -61,75 +61,86 @@ fn distribution(kind: c_int, darg: c_int) -> MpiResult<Distribution> {
     }
 }
 
-fn aints(v: &[MPI_Aint]) -> Vec<i64> {
-    v.iter().map(|&d| d as i64).collect()
+/// A C integer type of displacements and strides: int, MPI_Aint or
+/// MPI_Count, widened losslessly (on LP64, where MPI_Aint is 64 bits).
+trait Disp: Copy {
+    fn wide(self) -> i64;
 }
 
-fn ints(v: &[c_int]) -> Vec<i64> {
-    v.iter().map(|&d| i64::from(d)).collect()
+impl Disp for i32 {
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
 }
 
-mpi_fn! { MPI_Type_contiguous / PMPI_Type_contiguous (count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_contiguous", None, |_| {
-        let n = count_arg(count)?;
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::contiguous(n, &o[0])) }
-    })
-}}
+impl Disp for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
 
-mpi_fn! { MPI_Type_vector / PMPI_Type_vector (count: c_int, blocklength: c_int, stride: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_vector", None, |_| {
-        let (n, bl) = (count_arg(count)?, count_arg(blocklength)?);
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::vector(n, bl, i64::from(stride), &o[0])) }
-    })
-}}
+impl Disp for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+/// Signed values (displacements) of a C array as `i64`.
+fn wide<T: Disp>(v: &[T]) -> Vec<i64> {
+    v.iter().map(|&d| d.wide()).collect()
+}
+
+// The constructors are generic over the integer type of their counts and
+// displacements, so the int, MPI_Aint and MPI_Count (`_c`) forms share
+// one implementation each.
 
 /// # Safety
 /// `newtype` is null or writable.
-unsafe fn hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
+unsafe fn contiguous(
+    count: impl Into<i64>,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult<()> {
-    let (n, bl) = (count_arg(count)?, count_arg(blocklength)?);
+    let n = count_arg(count)?;
+    // SAFETY: forwarded.
+    unsafe { make(newtype, &[oldtype], |o| Datatype::contiguous(n, &o[0])) }
+}
+
+/// A vector; `bytes` says whether the stride is in bytes (hvector) or
+/// in extents of `oldtype`.
+///
+/// # Safety
+/// `newtype` is null or writable.
+unsafe fn vector(
+    count: impl Into<i64>,
+    blocklength: impl Into<i64>,
+    stride: impl Disp,
+    bytes: bool,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let (n, bl, stride) = (count_arg(count)?, count_arg(blocklength)?, stride.wide());
     // SAFETY: forwarded.
     unsafe {
         make(newtype, &[oldtype], |o| {
-            Datatype::hvector(n, bl, stride as i64, &o[0])
+            if bytes {
+                Datatype::hvector(n, bl, stride, &o[0])
+            } else {
+                Datatype::vector(n, bl, stride, &o[0])
+            }
         })
     }
 }
 
-mpi_fn! { MPI_Type_create_hvector / PMPI_Type_create_hvector (count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: the caller's output handle.
-    call("MPI_Type_create_hvector", None, |_| unsafe { hvector(count, blocklength, stride, oldtype, newtype) })
-}}
-
-mpi_fn! { MPI_Type_hvector / PMPI_Type_hvector (count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: the caller's output handle.
-    call("MPI_Type_hvector", None, |_| unsafe { hvector(count, blocklength, stride, oldtype, newtype) })
-}}
-
-mpi_fn! { MPI_Type_indexed / PMPI_Type_indexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_indexed", None, |_| {
-        let n = count_arg(count)?;
-        // SAFETY: the caller's arrays of `count` entries.
-        let (bl, d) = unsafe { (array(array_of_blocklengths, n, "array_of_blocklengths")?, array(array_of_displacements, n, "array_of_displacements")?) };
-        let (bl, d) = (counts_of(bl)?, ints(d));
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::indexed(&bl, &d, &o[0])) }
-    })
-}}
-
+/// An indexed type; `bytes` as for [`vector`].
+///
 /// # Safety
 /// Arrays of `count` entries (or null); `newtype` null or writable.
-unsafe fn hindexed(
-    count: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
+unsafe fn indexed<B: Copy + Into<i64>, D: Disp>(
+    count: impl Into<i64>,
+    blocklengths: *const B,
+    displacements: *const D,
+    bytes: bool,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult<()> {
@@ -141,47 +152,52 @@ unsafe fn hindexed(
             array(displacements, n, "array_of_displacements")?,
         )
     };
-    let (bl, d) = (counts_of(bl)?, aints(d));
+    let (bl, d) = (counts_of(bl)?, wide(d));
     // SAFETY: forwarded.
-    unsafe { make(newtype, &[oldtype], |o| Datatype::hindexed(&bl, &d, &o[0])) }
+    unsafe {
+        make(newtype, &[oldtype], |o| {
+            if bytes {
+                Datatype::hindexed(&bl, &d, &o[0])
+            } else {
+                Datatype::indexed(&bl, &d, &o[0])
+            }
+        })
+    }
 }
 
-mpi_fn! { MPI_Type_create_hindexed / PMPI_Type_create_hindexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: the caller's arrays and output handle.
-    call("MPI_Type_create_hindexed", None, |_| unsafe { hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype) })
-}}
-
-mpi_fn! { MPI_Type_hindexed / PMPI_Type_hindexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: the caller's arrays and output handle.
-    call("MPI_Type_hindexed", None, |_| unsafe { hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype) })
-}}
-
-mpi_fn! { MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_create_indexed_block", None, |_| {
-        let (n, bl) = (count_arg(count)?, count_arg(blocklength)?);
-        // SAFETY: the caller's array of `count` entries.
-        let d = ints(unsafe { array(array_of_displacements, n, "array_of_displacements")? });
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::indexed_block(bl, &d, &o[0])) }
-    })
-}}
-
-mpi_fn! { MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_create_hindexed_block", None, |_| {
-        let (n, bl) = (count_arg(count)?, count_arg(blocklength)?);
-        // SAFETY: the caller's array of `count` entries.
-        let d = aints(unsafe { array(array_of_displacements, n, "array_of_displacements")? });
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::hindexed_block(bl, &d, &o[0])) }
-    })
-}}
+/// An indexed type with equal blocks; `bytes` as for [`vector`].
+///
+/// # Safety
+/// An array of `count` entries (or null); `newtype` null or writable.
+unsafe fn indexed_block<D: Disp>(
+    count: impl Into<i64>,
+    blocklength: impl Into<i64>,
+    displacements: *const D,
+    bytes: bool,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let (n, bl) = (count_arg(count)?, count_arg(blocklength)?);
+    // SAFETY: forwarded.
+    let d = wide(unsafe { array(displacements, n, "array_of_displacements")? });
+    // SAFETY: forwarded.
+    unsafe {
+        make(newtype, &[oldtype], |o| {
+            if bytes {
+                Datatype::hindexed_block(bl, &d, &o[0])
+            } else {
+                Datatype::indexed_block(bl, &d, &o[0])
+            }
+        })
+    }
+}
 
 /// # Safety
 /// Arrays of `count` entries (or null); `newtype` null or writable.
-unsafe fn create_struct(
-    count: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
+unsafe fn create_struct<B: Copy + Into<i64>, D: Disp>(
+    count: impl Into<i64>,
+    blocklengths: *const B,
+    displacements: *const D,
     types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult<()> {
@@ -194,10 +210,179 @@ unsafe fn create_struct(
             array(types, n, "array_of_types")?,
         )
     };
-    let (bl, d) = (counts_of(bl)?, aints(d));
+    let (bl, d) = (counts_of(bl)?, wide(d));
     // SAFETY: forwarded.
     unsafe { make(newtype, t, |o| Datatype::create_struct(&bl, &d, o)) }
 }
+
+/// # Safety
+/// Arrays of `ndims` entries (or null); `newtype` null or writable.
+unsafe fn subarray<T: Copy + Into<i64>>(
+    ndims: c_int,
+    sizes: *const T,
+    subsizes: *const T,
+    starts: *const T,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let n = count_arg(ndims)?;
+    // SAFETY: forwarded.
+    let (s, ss, st) = unsafe {
+        (
+            array(sizes, n, "array_of_sizes")?,
+            array(subsizes, n, "array_of_subsizes")?,
+            array(starts, n, "array_of_starts")?,
+        )
+    };
+    let (s, ss, st) = (counts_of(s)?, counts_of(ss)?, counts_of(st)?);
+    let order = order_of(order)?;
+    // SAFETY: forwarded.
+    unsafe {
+        make(newtype, &[oldtype], |o| {
+            Datatype::subarray(&s, &ss, &st, order, &o[0])
+        })
+    }
+}
+
+/// # Safety
+/// Arrays of `ndims` entries (or null); `newtype` null or writable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn darray<G: Copy + Into<i64>>(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const G,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let (size, rank, n) = (count_arg(size)?, count_arg(rank)?, count_arg(ndims)?);
+    // SAFETY: forwarded.
+    let (g, dist, dargs, p) = unsafe {
+        (
+            array(gsizes, n, "array_of_gsizes")?,
+            array(distribs, n, "array_of_distribs")?,
+            array(dargs, n, "array_of_dargs")?,
+            array(psizes, n, "array_of_psizes")?,
+        )
+    };
+    let (g, p) = (counts_of(g)?, counts_of(p)?);
+    let dist = dist
+        .iter()
+        .zip(dargs)
+        .map(|(&k, &a)| distribution(k, a))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let order = order_of(order)?;
+    // SAFETY: forwarded.
+    unsafe {
+        make(newtype, &[oldtype], |o| {
+            Datatype::darray(size, rank, &g, &dist, &p, order, &o[0])
+        })
+    }
+}
+
+/// # Safety
+/// `newtype` is null or writable.
+unsafe fn resized(
+    oldtype: MPI_Datatype,
+    lb: impl Disp,
+    extent: impl Disp,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let (lb, extent) = (lb.wide(), extent.wide());
+    // SAFETY: forwarded.
+    unsafe {
+        make(newtype, &[oldtype], |o| {
+            Datatype::resized(&o[0], lb, extent)
+        })
+    }
+}
+
+// ---- entry points ------------------------------------------------------------
+
+mpi_fn! { MPI_Type_contiguous / PMPI_Type_contiguous (count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_contiguous", None, |_| unsafe { contiguous(count, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_contiguous_c / PMPI_Type_contiguous_c (count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_contiguous_c", None, |_| unsafe { contiguous(count, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_vector / PMPI_Type_vector (count: c_int, blocklength: c_int, stride: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_vector", None, |_| unsafe { vector(count, blocklength, stride, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_vector_c / PMPI_Type_vector_c (count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_vector_c", None, |_| unsafe { vector(count, blocklength, stride, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hvector / PMPI_Type_create_hvector (count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_create_hvector", None, |_| unsafe { vector(count, blocklength, stride, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_hvector / PMPI_Type_hvector (count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_hvector", None, |_| unsafe { vector(count, blocklength, stride, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c (count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_create_hvector_c", None, |_| unsafe { vector(count, blocklength, stride, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_indexed / PMPI_Type_indexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_indexed", None, |_| unsafe { indexed(count, array_of_blocklengths, array_of_displacements, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_indexed_c / PMPI_Type_indexed_c (count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_indexed_c", None, |_| unsafe { indexed(count, array_of_blocklengths, array_of_displacements, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hindexed / PMPI_Type_create_hindexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_hindexed", None, |_| unsafe { indexed(count, array_of_blocklengths, array_of_displacements, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_hindexed / PMPI_Type_hindexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_hindexed", None, |_| unsafe { indexed(count, array_of_blocklengths, array_of_displacements, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c (count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_hindexed_c", None, |_| unsafe { indexed(count, array_of_blocklengths, array_of_displacements, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's array and output handle.
+    call("MPI_Type_create_indexed_block", None, |_| unsafe { indexed_block(count, blocklength, array_of_displacements, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c (count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's array and output handle.
+    call("MPI_Type_create_indexed_block_c", None, |_| unsafe { indexed_block(count, blocklength, array_of_displacements, false, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's array and output handle.
+    call("MPI_Type_create_hindexed_block", None, |_| unsafe { indexed_block(count, blocklength, array_of_displacements, true, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c (count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's array and output handle.
+    call("MPI_Type_create_hindexed_block_c", None, |_| unsafe { indexed_block(count, blocklength, array_of_displacements, true, oldtype, newtype) })
+}}
 
 mpi_fn! { MPI_Type_create_struct / PMPI_Type_create_struct (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     // SAFETY: the caller's arrays and output handle.
@@ -209,45 +394,39 @@ mpi_fn! { MPI_Type_struct / PMPI_Type_struct (count: c_int, array_of_blocklength
     call("MPI_Type_struct", None, |_| unsafe { create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) })
 }}
 
+mpi_fn! { MPI_Type_create_struct_c / PMPI_Type_create_struct_c (count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_struct_c", None, |_| unsafe { create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) })
+}}
+
 mpi_fn! { MPI_Type_create_subarray / PMPI_Type_create_subarray (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_create_subarray", None, |_| {
-        let n = count_arg(ndims)?;
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (s, ss, st) = unsafe { (
-            array(array_of_sizes, n, "array_of_sizes")?,
-            array(array_of_subsizes, n, "array_of_subsizes")?,
-            array(array_of_starts, n, "array_of_starts")?,
-        ) };
-        let (s, ss, st) = (counts_of(s)?, counts_of(ss)?, counts_of(st)?);
-        let order = order_of(order)?;
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::subarray(&s, &ss, &st, order, &o[0])) }
-    })
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_subarray", None, |_| unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c (ndims: c_int, array_of_sizes: *const MPI_Count, array_of_subsizes: *const MPI_Count, array_of_starts: *const MPI_Count, order: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_subarray_c", None, |_| unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype) })
 }}
 
 mpi_fn! { MPI_Type_create_darray / PMPI_Type_create_darray (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_create_darray", None, |_| {
-        let (size, rank, n) = (count_arg(size)?, count_arg(rank)?, count_arg(ndims)?);
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (g, dist, dargs, p) = unsafe { (
-            array(array_of_gsizes, n, "array_of_gsizes")?,
-            array(array_of_distribs, n, "array_of_distribs")?,
-            array(array_of_dargs, n, "array_of_dargs")?,
-            array(array_of_psizes, n, "array_of_psizes")?,
-        ) };
-        let (g, p) = (counts_of(g)?, counts_of(p)?);
-        let dist = dist.iter().zip(dargs).map(|(&k, &a)| distribution(k, a)).collect::<MpiResult<Vec<_>>>()?;
-        let order = order_of(order)?;
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::darray(size, rank, &g, &dist, &p, order, &o[0])) }
-    })
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_darray", None, |_| unsafe { darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_darray_c / PMPI_Type_create_darray_c (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const MPI_Count, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's arrays and output handle.
+    call("MPI_Type_create_darray_c", None, |_| unsafe { darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype) })
 }}
 
 mpi_fn! { MPI_Type_create_resized / PMPI_Type_create_resized (oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_create_resized", None, |_| {
-        // SAFETY: the caller's output handle.
-        unsafe { make(newtype, &[oldtype], |o| Datatype::resized(&o[0], lb as i64, extent as i64)) }
-    })
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_create_resized", None, |_| unsafe { resized(oldtype, lb, extent, newtype) })
+}}
+
+mpi_fn! { MPI_Type_create_resized_c / PMPI_Type_create_resized_c (oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's output handle.
+    call("MPI_Type_create_resized_c", None, |_| unsafe { resized(oldtype, lb, extent, newtype) })
 }}
 
 mpi_fn! { MPI_Type_dup / PMPI_Type_dup (oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {

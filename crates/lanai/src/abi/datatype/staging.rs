@@ -109,14 +109,23 @@ impl View {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
+    /// Bytes of every instance, packed.
+    fn packed_len(&self) -> MpiResult<usize> {
+        let n = lanai_datatype::pack_size(&self.dt, self.count).map_err(dt_err)?;
+        usize::try_from(n).map_err(|_| MpiError::new(c::MPI_ERR_COUNT, "message too large"))
+    }
+
+    /// Packs every instance into `out` (`packed_len` bytes).
+    fn pack_into(&self, out: &mut [u8]) -> MpiResult<()> {
+        lanai_datatype::pack_partial(&self.dt, self.count, self.slice(), self.origin, 0, out)
+            .map(|_| ())
+            .map_err(dt_err)
+    }
+
     /// The packed bytes of every instance.
     fn pack_all(&self) -> MpiResult<Vec<u8>> {
-        let n = lanai_datatype::pack_size(&self.dt, self.count).map_err(dt_err)?;
-        let n =
-            usize::try_from(n).map_err(|_| MpiError::new(c::MPI_ERR_COUNT, "message too large"))?;
-        let mut out = vec![0u8; n];
-        lanai_datatype::pack_partial(&self.dt, self.count, self.slice(), self.origin, 0, &mut out)
-            .map_err(dt_err)?;
+        let mut out = vec![0u8; self.packed_len()?];
+        self.pack_into(&mut out)?;
         Ok(out)
     }
 
@@ -173,6 +182,17 @@ pub enum Pending {
     Send(Vec<u8>),
     /// A receive temporary to unpack into the user layout.
     Recv { temp: Vec<u8>, view: View },
+    /// The staged arguments of a nonblocking collective.
+    Coll(Vec<Staged>),
+    /// A persistent request's temporary: it lives as long as the request,
+    /// a send repacks it at every start, a receive unpacks it once per
+    /// start (`settled` says whether that happened).
+    Persistent {
+        temp: Vec<u8>,
+        view: View,
+        send: bool,
+        settled: bool,
+    },
 }
 
 /// The bytes to send for (buf, count, datatype), with the packed
@@ -226,18 +246,56 @@ pub unsafe fn recv_buf(
     }
 }
 
+/// Unpacks the received prefix of a receive temporary.
+fn unpack_received(temp: &[u8], view: &View, st: &Status) -> MpiResult<()> {
+    if st.cancelled {
+        return Ok(());
+    }
+    let n = (st.count.min(temp.len() as u64)) as usize;
+    view.unpack_prefix(&temp[..n])
+}
+
 impl Pending {
-    /// Finishes the operation: a receive unpacks what arrived.
-    pub fn complete(self, st: &Status) -> MpiResult<()> {
+    /// Finishes the operation: a receive unpacks what arrived, a
+    /// collective its outputs.
+    fn complete(self, st: &Status) -> MpiResult<()> {
         match self {
-            Pending::Send(_) => Ok(()),
-            Pending::Recv { temp, view } => {
-                if st.cancelled {
-                    return Ok(());
-                }
-                let n = (st.count.min(temp.len() as u64)) as usize;
-                view.unpack_prefix(&temp[..n])
-            }
+            Pending::Send(_) | Pending::Persistent { .. } => Ok(()),
+            Pending::Recv { temp, view } => unpack_received(&temp, &view, st),
+            Pending::Coll(args) => args.into_iter().try_for_each(Staged::finish),
+        }
+    }
+}
+
+/// The temporary of a persistent send or receive: (buf, count, datatype)
+/// as the engine sees it, and what to hold for the request.
+///
+/// # Safety
+/// As for [`crate::abi::user_buf`], for as long as the request exists.
+pub unsafe fn persistent_buf(
+    buf: *const c_void,
+    count: c_int,
+    h: MPI_Datatype,
+    send: bool,
+) -> MpiResult<(UserBuf, Option<Pending>)> {
+    // SAFETY: forwarded.
+    match unsafe { packed_view(buf, count, h)? } {
+        None => {
+            // SAFETY: forwarded.
+            Ok((unsafe { crate::abi::user_buf(buf, count, h)? }, None))
+        }
+        Some(view) => {
+            let mut temp = vec![0u8; view.packed_len()?];
+            let b = temp_buf(&mut temp);
+            Ok((
+                b,
+                Some(Pending::Persistent {
+                    temp,
+                    view,
+                    send,
+                    settled: true,
+                }),
+            ))
         }
     }
 }
@@ -262,8 +320,9 @@ pub fn hold(e: &Engine, req: usize, p: Pending) {
     HELD.store(t.len(), Ordering::Relaxed);
 }
 
-/// Called by the wait/test family right before request `req` is released
-/// with status `st`: unpacks a derived-type receive exactly once.
+/// Called by the wait/test family once request `req` is complete with
+/// status `st` (before reporting it): unpacks a derived-type receive or
+/// collective output exactly once.
 pub fn settle(e: &Engine, req: usize, st: &Status) -> MpiResult<()> {
     if HELD.load(Ordering::Relaxed) == 0 || e.st.reqs.get(req).is_none() {
         return Ok(());
@@ -271,29 +330,104 @@ pub fn settle(e: &Engine, req: usize, st: &Status) -> MpiResult<()> {
     let cookie = e.st.reqs.cookie(req);
     let found = {
         let mut t = pending();
-        let f = t
-            .iter()
-            .position(|(k, _)| *k == cookie)
-            .map(|i| t.swap_remove(i).1);
+        let Some(i) = t.iter().position(|(k, _)| *k == cookie) else {
+            return Ok(());
+        };
+        if let Pending::Persistent {
+            temp,
+            view,
+            send,
+            settled,
+        } = &mut t[i].1
+        {
+            // Kept for the next start.
+            if std::mem::replace(settled, true) || *send {
+                return Ok(());
+            }
+            return unpack_received(temp, view, st);
+        }
+        let f = t.swap_remove(i).1;
         HELD.store(t.len(), Ordering::Relaxed);
         f
     };
-    match found {
-        Some(p) => p.complete(st),
-        None => Ok(()),
-    }
+    found.complete(st)
 }
 
-/// A buffer argument of a blocking collective, staged through a packed
-/// temporary when its datatype is a non-contiguous derived type (or, for
+/// Called by `MPI_Start` before persistent request `req` starts: a send
+/// repacks the user's data, a receive will unpack again.
+pub fn restart(e: &Engine, req: usize) -> MpiResult<()> {
+    if HELD.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
+    match e.st.reqs.get(req) {
+        // Starting an active request fails in the engine; leave it be.
+        Some(r) if !r.active || r.done => {}
+        _ => return Ok(()),
+    }
+    let cookie = e.st.reqs.cookie(req);
+    let mut t = pending();
+    if let Some((
+        _,
+        Pending::Persistent {
+            temp,
+            view,
+            send,
+            settled,
+        },
+    )) = t.iter_mut().find(|(k, _)| *k == cookie)
+    {
+        *settled = false;
+        if *send {
+            view.pack_into(temp)?;
+        }
+    }
+    Ok(())
+}
+
+/// Drops whatever is held for request `req` (freed), without unpacking.
+pub fn forget(e: &Engine, req: usize) {
+    if HELD.load(Ordering::Relaxed) == 0 || e.st.reqs.get(req).is_none() {
+        return;
+    }
+    let cookie = e.st.reqs.cookie(req);
+    let mut t = pending();
+    t.retain(|(k, _)| *k != cookie);
+    HELD.store(t.len(), Ordering::Relaxed);
+}
+
+/// A buffer argument of a collective, staged through a packed temporary
+/// when its datatype is a non-contiguous derived type (or, for
 /// reductions, any derived type). The collective then runs on
-/// (`ptr()`, `count()`, `dt()`), which name predefined data.
+/// (`ptr()`, `count()`, `dt()`), which name predefined data; v/w forms
+/// also take their counts, displacements and types from the `Staged`.
 pub struct Staged {
     ptr: *mut c_void,
     count: c_int,
     dt: MPI_Datatype,
     temp: Vec<u8>,
-    unpack: Option<View>,
+    /// Outputs: each view is unpacked from its range of `temp`.
+    unpack: Vec<Unpack>,
+    /// Rewritten per-rank arrays of a v/w argument.
+    arrays: Option<Arrays>,
+}
+
+/// A view of user memory and its range of a packed temporary.
+type Unpack = (View, std::ops::Range<usize>);
+
+/// A staged buffer and each block's (offset, length) in it.
+pub type StagedBlocks = (Staged, Vec<(usize, usize)>);
+
+// SAFETY: a Staged is address data plus owned temporaries, like `View`;
+// MPI calls are serialized, so moving it between threads (into the
+// pending table) creates no concurrent access.
+unsafe impl Send for Staged {}
+
+/// Per-rank counts and displacements (and alltoallw types) of a staged
+/// v/w argument: bytes of the temporary, with `MPI_BYTE` as the type.
+struct Arrays {
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
+    types: Vec<MPI_Datatype>,
 }
 
 /// How a collective uses a buffer argument.
@@ -333,6 +467,74 @@ impl Use {
     }
 }
 
+/// Whether the byte paths can use `h` as it is: predefined, or a derived
+/// type that is one gap-free run from 0. Unknown handles count as direct
+/// so that the call reports them itself.
+pub fn is_direct(h: MPI_Datatype) -> MpiResult<bool> {
+    if predef::lookup(h).is_some() || !super::is_derived(h) {
+        return Ok(true);
+    }
+    let dt = resolve_committed(h)?;
+    Ok(dt.is_contiguous() && dt.lb() == 0)
+}
+
+/// `count` instances of `dt`, `at` bytes from a buffer's base.
+pub struct Block {
+    pub at: i64,
+    pub count: u64,
+    pub dt: Datatype,
+}
+
+/// Packs `blocks` of the buffer at `base` back to back into one
+/// temporary. Returns it with each block's range in it and its view.
+///
+/// # Safety
+/// Every block lies in valid user memory (MPI contract).
+unsafe fn pack_blocks(base: *const c_void, blocks: &[Block]) -> MpiResult<(Vec<u8>, Vec<Unpack>)> {
+    let mut views = Vec::with_capacity(blocks.len());
+    let mut end = 0usize;
+    for b in blocks {
+        let at = isize::try_from(b.at).map_err(|_| {
+            MpiError::new(
+                c::MPI_ERR_ARG,
+                format!("displacement {} is too large", b.at),
+            )
+        })?;
+        let p = base.cast::<u8>().wrapping_offset(at).cast::<c_void>();
+        // SAFETY: forwarded from this function's contract.
+        let v = unsafe { View::new(p, b.count, &b.dt)? };
+        let len = v.packed_len()?;
+        let next = end
+            .checked_add(len)
+            .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "the blocks are too large"))?;
+        views.push((v, end..next));
+        end = next;
+    }
+    let mut temp = vec![0u8; end];
+    for (v, r) in &views {
+        v.pack_into(&mut temp[r.clone()])?;
+    }
+    Ok((temp, views))
+}
+
+fn c_int_of(n: usize) -> MpiResult<c_int> {
+    c_int::try_from(n).map_err(|_| {
+        MpiError::new(
+            c::MPI_ERR_COUNT,
+            "the packed blocks of this datatype exceed the int range of the call",
+        )
+    })
+}
+
+/// The caller's array of `n` entries.
+///
+/// # Safety
+/// `p` is null or points to `n` readable entries.
+unsafe fn entries<'a, T>(p: *const T, n: u32, what: &str) -> MpiResult<&'a [T]> {
+    // SAFETY: forwarded.
+    unsafe { super::array(p, n as usize, what) }
+}
+
 impl Staged {
     /// The argument untouched (predefined type, `MPI_IN_PLACE`, or not
     /// significant on this rank).
@@ -342,7 +544,8 @@ impl Staged {
             count,
             dt,
             temp: Vec::new(),
-            unpack: None,
+            unpack: Vec::new(),
+            arrays: None,
         }
     }
 
@@ -390,13 +593,177 @@ impl Staged {
         let view = unsafe { View::new(buf, n, &dt)? };
         let mut temp = view.pack_all()?;
         let ptr = temp.as_mut_ptr().cast::<c_void>();
+        let len = temp.len();
         Ok(Staged {
             ptr,
             count: new_count,
             dt: inner,
             temp,
-            unpack: how.output.then_some(view),
+            unpack: if how.output {
+                vec![(view, 0..len)]
+            } else {
+                Vec::new()
+            },
+            arrays: None,
         })
+    }
+
+    /// Typed blocks of one buffer, packed back to back; `None` when every
+    /// datatype is direct (see [`is_direct`]) and the bytes can be used
+    /// where they are. Returns the staged buffer (as `MPI_BYTE`) and each
+    /// block's (offset, length) in it.
+    ///
+    /// # Safety
+    /// Every block lies in valid user memory (MPI contract).
+    pub unsafe fn typed_blocks(
+        buf: *const c_void,
+        blocks: &[(i64, c_int, MPI_Datatype)],
+        output: bool,
+    ) -> MpiResult<Option<StagedBlocks>> {
+        let mut direct = true;
+        for &(_, n, h) in blocks {
+            if n > 0 && !is_direct(h)? {
+                direct = false;
+            }
+        }
+        if direct || buf as usize == c::MPI_IN_PLACE {
+            return Ok(None);
+        }
+        let byte = super::resolve(c::MPI_BYTE)?;
+        let list = blocks
+            .iter()
+            .map(|&(at, n, h)| {
+                if n < 0 {
+                    return Err(MpiError::count(i64::from(n)));
+                }
+                Ok(Block {
+                    at,
+                    count: n as u64,
+                    // The type of an empty block is not significant.
+                    dt: if n == 0 {
+                        byte.clone()
+                    } else {
+                        resolve_committed(h)?
+                    },
+                })
+            })
+            .collect::<MpiResult<Vec<_>>>()?;
+        // SAFETY: forwarded.
+        let (mut temp, views) = unsafe { pack_blocks(buf, &list)? };
+        let spans = views.iter().map(|(_, r)| (r.start, r.len())).collect();
+        Ok(Some((
+            Staged {
+                ptr: temp.as_mut_ptr().cast::<c_void>(),
+                count: 0,
+                dt: c::MPI_BYTE,
+                temp,
+                unpack: if output { views } else { Vec::new() },
+                arrays: None,
+            },
+            spans,
+        )))
+    }
+
+    /// A v-form argument: `counts[i]` instances of `h` at `displs[i]`
+    /// extents from `buf`, for `n` ranks. Staged, the blocks lie back to
+    /// back in the temporary and `counts()`/`displs()` give them in bytes.
+    ///
+    /// # Safety
+    /// The arrays hold `n` ints; the blocks lie in valid user memory.
+    pub unsafe fn new_v(
+        buf: *const c_void,
+        counts: *const c_int,
+        displs: *const c_int,
+        n: u32,
+        h: MPI_Datatype,
+        how: Use,
+    ) -> MpiResult<Staged> {
+        let passed = Staged::pass(buf, 0, h);
+        if buf as usize == c::MPI_IN_PLACE || is_direct(h)? {
+            return Ok(passed);
+        }
+        // SAFETY: forwarded.
+        let (cs, ds) = unsafe { (entries(counts, n, "counts")?, entries(displs, n, "displs")?) };
+        let ext = resolve_committed(h)?.extent();
+        let blocks = cs
+            .iter()
+            .zip(ds)
+            .map(|(&k, &d)| {
+                let at = i64::from(d).checked_mul(ext).ok_or_else(|| {
+                    MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large"))
+                })?;
+                Ok((at, k, h))
+            })
+            .collect::<MpiResult<Vec<_>>>()?;
+        // SAFETY: forwarded.
+        unsafe { Staged::with_arrays(buf, &blocks, how, false) }.map(|s| s.unwrap_or(passed))
+    }
+
+    /// An alltoallw argument: `counts[i]` instances of `types[i]` at
+    /// `displs[i]` bytes from `buf`. Staged, `counts()`, `displs()` and
+    /// `types()` describe bytes of the temporary.
+    ///
+    /// # Safety
+    /// The arrays hold `n` entries; the blocks lie in valid user memory.
+    pub unsafe fn new_w(
+        buf: *const c_void,
+        counts: *const c_int,
+        displs: *const c_int,
+        types: *const MPI_Datatype,
+        n: u32,
+        how: Use,
+    ) -> MpiResult<Staged> {
+        let passed = Staged::pass(buf, 0, c::MPI_BYTE);
+        if buf as usize == c::MPI_IN_PLACE {
+            return Ok(passed);
+        }
+        // SAFETY: forwarded.
+        let (cs, ds, ts) = unsafe {
+            (
+                entries(counts, n, "counts")?,
+                entries(displs, n, "displs")?,
+                entries(types, n, "types")?,
+            )
+        };
+        let blocks: Vec<_> = cs
+            .iter()
+            .zip(ds)
+            .zip(ts)
+            .map(|((&k, &d), &t)| (i64::from(d), k, t))
+            .collect();
+        // SAFETY: forwarded.
+        unsafe { Staged::with_arrays(buf, &blocks, how, true) }.map(|s| s.unwrap_or(passed))
+    }
+
+    /// # Safety
+    /// As for [`Staged::typed_blocks`].
+    unsafe fn with_arrays(
+        buf: *const c_void,
+        blocks: &[(i64, c_int, MPI_Datatype)],
+        how: Use,
+        types: bool,
+    ) -> MpiResult<Option<Staged>> {
+        // SAFETY: forwarded.
+        let Some((mut s, spans)) = (unsafe { Staged::typed_blocks(buf, blocks, how.output)? })
+        else {
+            return Ok(None);
+        };
+        s.arrays = Some(Arrays {
+            counts: spans
+                .iter()
+                .map(|&(_, l)| c_int_of(l))
+                .collect::<MpiResult<_>>()?,
+            displs: spans
+                .iter()
+                .map(|&(o, _)| c_int_of(o))
+                .collect::<MpiResult<_>>()?,
+            types: if types {
+                vec![c::MPI_BYTE; spans.len()]
+            } else {
+                Vec::new()
+            },
+        });
+        Ok(Some(s))
     }
 
     pub fn ptr(&self) -> *mut c_void {
@@ -411,30 +778,91 @@ impl Staged {
         self.dt
     }
 
-    /// After the collective completed: unpacks an output into the user layout.
-    pub fn finish(self) -> MpiResult<()> {
-        match &self.unpack {
-            Some(v) => v.unpack_prefix(&self.temp),
-            None => Ok(()),
+    /// The per-rank counts to use: the staged ones, else `orig`.
+    pub fn counts(&self, orig: *const c_int) -> *const c_int {
+        self.arrays.as_ref().map_or(orig, |a| a.counts.as_ptr())
+    }
+
+    /// The per-rank displacements to use: the staged ones, else `orig`.
+    pub fn displs(&self, orig: *const c_int) -> *const c_int {
+        self.arrays.as_ref().map_or(orig, |a| a.displs.as_ptr())
+    }
+
+    /// The per-rank types to use (alltoallw): the staged ones, else `orig`.
+    pub fn types(&self, orig: *const MPI_Datatype) -> *const MPI_Datatype {
+        match &self.arrays {
+            Some(a) if !a.types.is_empty() => a.types.as_ptr(),
+            _ => orig,
         }
+    }
+
+    /// Whether this argument owns a temporary the operation uses.
+    fn is_staged(&self) -> bool {
+        !self.temp.is_empty() || !self.unpack.is_empty() || self.arrays.is_some()
+    }
+
+    /// After the collective completed: unpacks outputs into the user layout.
+    pub fn finish(self) -> MpiResult<()> {
+        for (v, r) in &self.unpack {
+            v.unpack_prefix(&self.temp[r.clone()])?;
+        }
+        Ok(())
     }
 }
 
-/// Runs a blocking collective whose buffer arguments may have derived
-/// datatypes: `stage` (given this rank and the communicator size) wraps
-/// the arguments, `start` posts the collective on the staged ones, and
-/// outputs are unpacked once it completes.
+/// How a collective entry point completes.
+#[derive(Clone, Copy)]
+pub enum Mode {
+    /// Blocking: wait, then unpack outputs.
+    Wait,
+    /// Nonblocking: hand back the request; outputs are unpacked when the
+    /// wait/test family completes it (see [`settle`]).
+    Request(*mut crate::abi::consts::MPI_Request),
+}
+
+/// Runs a collective whose buffer arguments may have derived datatypes:
+/// `stage` (given this rank and the communicator size) wraps the
+/// arguments, `start` posts the collective on the staged ones; outputs are
+/// unpacked once it completes.
+pub fn collective(
+    name: &str,
+    comm: crate::abi::consts::MPI_Comm,
+    mode: Mode,
+    stage: impl FnOnce(u32, u32) -> MpiResult<Vec<Staged>>,
+    start: impl FnOnce(&mut Engine, &[Staged]) -> MpiResult<usize>,
+) -> c_int {
+    crate::abi::call(name, Some(comm), |e| {
+        if matches!(mode, Mode::Request(r) if r.is_null()) {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        let cm = e.comms.get(crate::abi::comm_idx(comm)?)?;
+        let args = stage(cm.rank, cm.size)?;
+        let req = start(e, &args)?;
+        match mode {
+            Mode::Wait => {
+                e.finish_coll(req)?;
+                args.into_iter().try_for_each(Staged::finish)
+            }
+            Mode::Request(r) => {
+                // Temporaries live (and outputs wait to be unpacked) until
+                // the request completes.
+                if args.iter().any(Staged::is_staged) {
+                    hold(e, req, Pending::Coll(args));
+                }
+                // SAFETY: checked non-null above; writable per the MPI contract.
+                unsafe { *r = crate::abi::requests::handle_of(req) };
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Runs a blocking collective (see [`collective`]).
 pub fn blocking(
     name: &str,
     comm: crate::abi::consts::MPI_Comm,
     stage: impl FnOnce(u32, u32) -> MpiResult<Vec<Staged>>,
     start: impl FnOnce(&mut Engine, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
-    crate::abi::call(name, Some(comm), |e| {
-        let cm = e.comms.get(crate::abi::comm_idx(comm)?)?;
-        let args = stage(cm.rank, cm.size)?;
-        let req = start(e, &args)?;
-        e.finish_coll(req)?;
-        args.into_iter().try_for_each(Staged::finish)
-    })
+    collective(name, comm, Mode::Wait, stage, start)
 }

@@ -5,6 +5,10 @@
 use super::ints;
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::datatype::{
+    self,
+    staging::{self, Pending, Staged},
+};
 use crate::abi::requests::handle_of;
 use crate::abi::userbuf::UserBuf;
 use crate::abi::{call, comm_idx, types};
@@ -17,6 +21,59 @@ use std::os::raw::c_int;
 
 /// One block of a user buffer: byte displacement and length.
 type Block = (usize, usize);
+
+/// One block as the caller gives it: byte offset, count and datatype.
+type Typed = (i64, c_int, MPI_Datatype);
+
+/// Bytes from one instance of `dt` to the next: the size for types the
+/// byte paths use directly, else the extent.
+fn unit(dt: MPI_Datatype) -> MpiResult<i64> {
+    if staging::is_direct(dt)? {
+        Ok(types::type_size(dt)? as i64)
+    } else {
+        Ok(datatype::resolve(dt)?.extent())
+    }
+}
+
+/// `n` blocks of `count` instances of `dt`, one after the other.
+fn uniform_typed(n: usize, count: c_int, dt: MPI_Datatype) -> MpiResult<Vec<Typed>> {
+    let step = unit(dt)?
+        .checked_mul(i64::from(count))
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))?;
+    (0..n as i64)
+        .map(|j| {
+            j.checked_mul(step)
+                .map(|at| (at, count, dt))
+                .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))
+        })
+        .collect()
+}
+
+/// The byte blocks of a buffer argument: in the user's buffer when every
+/// datatype is used directly, else in a packed temporary (returned too,
+/// to keep until completion and, for outputs, to unpack).
+///
+/// # Safety
+/// The blocks lie in valid user memory until the operation completes.
+unsafe fn stage(
+    p: *const c_void,
+    typed: &[Typed],
+    output: bool,
+) -> MpiResult<(*const c_void, Vec<Block>, Option<Staged>)> {
+    // SAFETY: forwarded from this function's contract.
+    if let Some((s, spans)) = unsafe { Staged::typed_blocks(p, typed, output)? } {
+        return Ok((s.ptr(), spans, Some(s)));
+    }
+    let blocks = typed
+        .iter()
+        .map(|&(at, k, t)| {
+            // The type of an empty block is not significant.
+            let len = if k == 0 { 0 } else { bytes(k, t)? };
+            Ok((displ(at, 1)?, len))
+        })
+        .collect::<MpiResult<_>>()?;
+    Ok((p, blocks, None))
+}
 
 fn bytes(count: c_int, dt: MPI_Datatype) -> MpiResult<usize> {
     if count < 0 {
@@ -102,11 +159,35 @@ unsafe fn dtypes<'a>(
 }
 
 /// Starts the exchange: `sblocks[j]` of `sendbuf` goes to destination `j`,
-/// the block from source `j` lands at `rblocks[j]` of `recvbuf`.
+/// the block from source `j` lands at `rblocks[j]` of `recvbuf`. Buffers
+/// with derived datatypes go through packed temporaries, returned to keep
+/// until the request completes.
 ///
 /// # Safety
 /// The buffers cover their blocks until the request completes.
 unsafe fn start(
+    e: &mut Engine,
+    comm: usize,
+    sendbuf: *const c_void,
+    sblocks: &[Typed],
+    recvbuf: *mut c_void,
+    rblocks: &[Typed],
+) -> MpiResult<(usize, Vec<Staged>)> {
+    // SAFETY: forwarded from this function's contract.
+    let (sendbuf, sblocks, sstaged) = unsafe { stage(sendbuf, sblocks, false)? };
+    // SAFETY: as above.
+    let (recvbuf, rblocks, rstaged) = unsafe { stage(recvbuf, rblocks, true)? };
+    let keep = sstaged.into_iter().chain(rstaged).collect();
+    // SAFETY: the staged temporaries are returned to live until completion.
+    let req = unsafe { start_bytes(e, comm, sendbuf, &sblocks, recvbuf as *mut c_void, &rblocks)? };
+    Ok((req, keep))
+}
+
+/// [`start`] on byte blocks.
+///
+/// # Safety
+/// The buffers cover their blocks until the request completes.
+unsafe fn start_bytes(
     e: &mut Engine,
     comm: usize,
     sendbuf: *const c_void,
@@ -144,16 +225,6 @@ fn degrees(e: &Engine, comm: usize) -> MpiResult<(usize, usize)> {
     Ok((s.len(), d.len()))
 }
 
-fn uniform(n: usize, blk: usize) -> MpiResult<Vec<Block>> {
-    (0..n)
-        .map(|j| {
-            j.checked_mul(blk)
-                .map(|d| (d, blk))
-                .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))
-        })
-        .collect()
-}
-
 /// Blocks from counts and displacements in elements of `dt`.
 ///
 /// # Safety
@@ -163,7 +234,7 @@ unsafe fn v_blocks(
     displs: *const c_int,
     n: usize,
     dt: MPI_Datatype,
-) -> MpiResult<Vec<Block>> {
+) -> MpiResult<Vec<Typed>> {
     // SAFETY: forwarded from this function's contract.
     let (cs, ds) = unsafe {
         (
@@ -171,10 +242,15 @@ unsafe fn v_blocks(
             ints(displs, n as c_int, "displacements")?,
         )
     };
-    let unit = types::type_size(dt)?;
+    let unit = unit(dt)?;
     cs.iter()
         .zip(ds)
-        .map(|(&k, &d)| Ok((displ(i64::from(d), unit)?, bytes(k, dt)?)))
+        .map(|(&k, &d)| {
+            let at = i64::from(d).checked_mul(unit).ok_or_else(|| {
+                MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large"))
+            })?;
+            Ok((at, k, dt))
+        })
         .collect()
 }
 
@@ -187,7 +263,7 @@ unsafe fn w_blocks(
     displs: *const MPI_Aint,
     dts: *const MPI_Datatype,
     n: usize,
-) -> MpiResult<Vec<Block>> {
+) -> MpiResult<Vec<Typed>> {
     // SAFETY: forwarded from this function's contract.
     let (cs, ds, ts) = unsafe {
         (
@@ -196,14 +272,12 @@ unsafe fn w_blocks(
             dtypes(dts, n, "datatypes")?,
         )
     };
-    cs.iter()
+    Ok(cs
+        .iter()
         .zip(ds)
         .zip(ts)
-        .map(|((&k, &d), &t)| {
-            let len = if k == 0 { 0 } else { bytes(k, t)? };
-            Ok((displ(d as i64, 1)?, len))
-        })
-        .collect()
+        .map(|((&k, &d), &t)| (d as i64, k, t))
+        .collect())
 }
 
 /// Runs `f` to start the exchange, then waits (`request` null) or hands
@@ -215,17 +289,24 @@ unsafe fn run(
     name: &str,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
-    f: impl FnOnce(&mut Engine, usize) -> MpiResult<usize>,
+    f: impl FnOnce(&mut Engine, usize) -> MpiResult<(usize, Vec<Staged>)>,
 ) -> c_int {
     call(name, Some(comm), |e| {
         let ci = comm_idx(comm)?;
         if request.is_some_and(|r| r.is_null()) {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
-        let req = f(e, ci)?;
+        let (req, staged) = f(e, ci)?;
         match request {
-            None => e.finish_coll(req),
+            None => {
+                e.finish_coll(req)?;
+                staged.into_iter().try_for_each(Staged::finish)
+            }
             Some(r) => {
+                // Unpacked when the wait/test family completes the request.
+                if !staged.is_empty() {
+                    staging::hold(e, req, Pending::Coll(staged));
+                }
                 // SAFETY: checked non-null; writable per the contract.
                 unsafe { *r = handle_of(req) };
                 Ok(())
@@ -248,11 +329,10 @@ unsafe fn allgather(
     recvbuf: *mut c_void,
     recvcount: c_int,
     recvtype: MPI_Datatype,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
-    let sblk = bytes(sendcount, sendtype)?;
-    let sblocks = vec![(0, sblk); outdeg];
-    let rblocks = uniform(indeg, bytes(recvcount, recvtype)?)?;
+    let sblocks = vec![(0, sendcount, sendtype); outdeg];
+    let rblocks = uniform_typed(indeg, recvcount, recvtype)?;
     // SAFETY: forwarded from this function's contract.
     unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
 }
@@ -270,9 +350,9 @@ unsafe fn allgatherv(
     recvcounts: *const c_int,
     displs: *const c_int,
     recvtype: MPI_Datatype,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
-    let sblocks = vec![(0, bytes(sendcount, sendtype)?); outdeg];
+    let sblocks = vec![(0, sendcount, sendtype); outdeg];
     // SAFETY: the caller's arrays of indegree ints.
     let rblocks = unsafe { v_blocks(recvcounts, displs, indeg, recvtype)? };
     // SAFETY: forwarded from this function's contract.
@@ -291,10 +371,10 @@ unsafe fn alltoall(
     recvbuf: *mut c_void,
     recvcount: c_int,
     recvtype: MPI_Datatype,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
-    let sblocks = uniform(outdeg, bytes(sendcount, sendtype)?)?;
-    let rblocks = uniform(indeg, bytes(recvcount, recvtype)?)?;
+    let sblocks = uniform_typed(outdeg, sendcount, sendtype)?;
+    let rblocks = uniform_typed(indeg, recvcount, recvtype)?;
     // SAFETY: forwarded from this function's contract.
     unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
 }
@@ -313,7 +393,7 @@ unsafe fn alltoallv(
     recvcounts: *const c_int,
     rdispls: *const c_int,
     recvtype: MPI_Datatype,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
     // SAFETY: the caller's arrays of outdegree / indegree ints.
     let (sblocks, rblocks) = unsafe {
@@ -340,7 +420,7 @@ unsafe fn alltoallw(
     recvcounts: *const c_int,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
     // SAFETY: the caller's arrays of outdegree / indegree entries.
     let (sblocks, rblocks) = unsafe {

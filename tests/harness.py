@@ -301,3 +301,42 @@ def listening_ports(pids):
             host = "::1"
         found.append((host, int(port)))
     return found
+
+
+def build_programs(names, flavor):
+    """Compile tests/c/<name>.c for every name: with lanaicc for "lanai"
+    (failing when build/ lacks it), with mpicc.mpich for "mpich" (skipping
+    when MPICH is not installed). Returns {name: exe}; any compiler error
+    fails the test with the compiler's output."""
+    import pytest
+
+    if flavor == "lanai":
+        if not (os.access(LANAICC, os.X_OK) and os.access(LANAIRUN, os.X_OK)):
+            pytest.fail(f"{LANAICC} or lanairun missing: run `make` first", pytrace=False)
+        cc = LANAICC
+    else:
+        if not have(MPICH_CC):
+            pytest.skip(f"{MPICH_CC} not installed (Debian: apt install libmpich-dev)")
+        cc = MPICH_CC
+    built, errors = {}, []
+    for name in names:
+        exe, err = compile_program(cc, name, flavor)
+        if err:
+            errors.append(err)
+        else:
+            built[name] = exe
+    if errors:
+        pytest.fail(f"{cc} failed to build:\n" + "\n".join(errors), pytrace=False)
+    return built
+
+
+def shape_params(programs, shapes):
+    """pytest parameters (program, ranks, nodes) for every program and
+    shape; runs of 8 ranks or more are marked slow."""
+    import pytest
+
+    return [
+        pytest.param(prog, n, k, id=f"{prog}-n{n}-nodes{k}", marks=[pytest.mark.slow] if n >= 8 else [])
+        for prog in programs
+        for n, k in shapes
+    ]

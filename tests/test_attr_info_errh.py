@@ -8,7 +8,6 @@ line per callback from inside MPI_Finalize; the test checks that every rank
 ran both callbacks, newest attribute first, before MPI was finalized.
 """
 
-import os
 import re
 
 import pytest
@@ -47,31 +46,14 @@ def check_self_delete(result, nranks):
         )
 
 
-def _build(cc, flavor):
-    built, errors = {}, []
-    for name in PROGRAMS:
-        exe, err = harness.compile_program(cc, name, flavor)
-        if err:
-            errors.append(err)
-        else:
-            built[name] = exe
-    if errors:
-        pytest.fail(f"{cc} failed to build:\n" + "\n".join(errors), pytrace=False)
-    return built
-
-
 @pytest.fixture(scope="module")
 def aie_lanai():
-    if not (os.access(harness.LANAICC, os.X_OK) and os.access(harness.LANAIRUN, os.X_OK)):
-        pytest.fail(f"{harness.LANAICC} or lanairun missing: run `make` first", pytrace=False)
-    return _build(harness.LANAICC, "lanai")
+    return harness.build_programs(PROGRAMS, "lanai")
 
 
 @pytest.fixture(scope="module")
 def aie_mpich():
-    if not harness.have(harness.MPICH_CC):
-        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
-    return _build(harness.MPICH_CC, "mpich")
+    return harness.build_programs(PROGRAMS, "mpich")
 
 
 def _check(result, prog, nranks):
@@ -80,16 +62,7 @@ def _check(result, prog, nranks):
         check_self_delete(result, nranks)
 
 
-def _params():
-    out = []
-    for prog in PROGRAMS:
-        for n, k in SHAPES:
-            marks = [pytest.mark.slow] if n >= 8 else []
-            out.append(pytest.param(prog, n, k, id=f"{prog}-n{n}-nodes{k}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("prog,nranks,nodes", _params())
+@pytest.mark.parametrize("prog,nranks,nodes", harness.shape_params(PROGRAMS, SHAPES))
 def test_on_lanai(aie_lanai, prog, nranks, nodes):
     exe = aie_lanai[prog]
     result = run_job(lanairun_argv(exe, nranks, nodes), exe)

@@ -4,7 +4,6 @@ device (one node and a tree of nodes), in software, when channels run out,
 at 16 ranks on 2 cores, and when a rank dies inside a barrier.
 """
 
-import os
 import re
 
 import pytest
@@ -22,22 +21,12 @@ else:
 
 @pytest.fixture(scope="module")
 def lanai_exe():
-    if not os.access(harness.LANAICC, os.X_OK):
-        pytest.fail(f"{harness.LANAICC} missing: run `make` first", pytrace=False)
-    exe, err = harness.compile_program(harness.LANAICC, NAME, "lanai")
-    if err:
-        pytest.fail(err, pytrace=False)
-    return exe
+    return harness.build_programs([NAME], "lanai")[NAME]
 
 
 @pytest.fixture(scope="module")
 def mpich_exe():
-    if not harness.have(harness.MPICH_CC):
-        pytest.skip(f"{harness.MPICH_CC} not installed")
-    exe, err = harness.compile_program(harness.MPICH_CC, NAME, "mpich")
-    if err:
-        pytest.fail(err, pytrace=False)
-    return exe
+    return harness.build_programs([NAME], "mpich")[NAME]
 
 
 @pytest.mark.parametrize("barrier", ["auto", "central", "dissemination"])

@@ -15,24 +15,14 @@ else:
     SHAPES = [(n, k) for n in (1, 2, 3, 4, 8) for k in (1, 2, 3) if k <= n]
 
 
-def _build(cc, flavor):
-    exe, err = harness.compile_program(cc, NAME, flavor)
-    if err:
-        pytest.fail(f"{cc} failed to build {NAME}:\n{err}", pytrace=False)
-    return exe
-
-
 @pytest.fixture(scope="module")
 def lanai_exe(lanai_builds):
-    # lanai_builds checks that build/ holds the wrapper and the launcher.
-    return _build(harness.LANAICC, "lanai")
+    return harness.build_programs([NAME], "lanai")[NAME]
 
 
 @pytest.fixture(scope="module")
 def mpich_exe(lanai_builds):
-    if not harness.have(harness.MPICH_CC):
-        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
-    return _build(harness.MPICH_CC, "mpich")
+    return harness.build_programs([NAME], "mpich")[NAME]
 
 
 @pytest.mark.parametrize(

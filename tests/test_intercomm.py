@@ -3,7 +3,6 @@ point-to-point, the blocking collectives, dup, merge) on Lanai at 2-8 ranks
 over 1-3 emulated nodes, an mpicc.mpich-built copy on Lanai, and the same
 copy on real MPICH (which checks the program itself)."""
 
-import os
 
 import pytest
 
@@ -20,22 +19,12 @@ else:
 
 @pytest.fixture(scope="module")
 def lanai_exe():
-    if not (os.access(harness.LANAICC, os.X_OK) and os.access(harness.LANAIRUN, os.X_OK)):
-        pytest.fail(f"{harness.LANAICC} or lanairun missing: run `make` first", pytrace=False)
-    exe, err = harness.compile_program(harness.LANAICC, NAME, "lanai")
-    if err:
-        pytest.fail(err, pytrace=False)
-    return exe
+    return harness.build_programs([NAME], "lanai")[NAME]
 
 
 @pytest.fixture(scope="module")
 def mpich_exe():
-    if not harness.have(harness.MPICH_CC):
-        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
-    exe, err = harness.compile_program(harness.MPICH_CC, NAME, "mpich")
-    if err:
-        pytest.fail(err, pytrace=False)
-    return exe
+    return harness.build_programs([NAME], "mpich")[NAME]
 
 
 @pytest.mark.parametrize(

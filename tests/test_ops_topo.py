@@ -7,7 +7,6 @@ userop also runs with every allreduce algorithm forced, since a
 non-commutative operation catches any algorithm that reorders operands.
 """
 
-import os
 
 import pytest
 
@@ -23,43 +22,17 @@ else:
     SHAPES = [(1, 1), (2, 1), (3, 2), (4, 3), (5, 2), (8, 3)]
 
 
-def _build(cc, flavor):
-    built, errors = {}, []
-    for name in PROGRAMS:
-        exe, err = harness.compile_program(cc, name, flavor)
-        if err:
-            errors.append(err)
-        else:
-            built[name] = exe
-    if errors:
-        pytest.fail(f"{cc} failed to build:\n" + "\n".join(errors), pytrace=False)
-    return built
-
-
 @pytest.fixture(scope="module")
 def ot_lanai():
-    if not (os.access(harness.LANAICC, os.X_OK) and os.access(harness.LANAIRUN, os.X_OK)):
-        pytest.fail(f"{harness.LANAICC} or lanairun missing: run `make` first", pytrace=False)
-    return _build(harness.LANAICC, "lanai")
+    return harness.build_programs(PROGRAMS, "lanai")
 
 
 @pytest.fixture(scope="module")
 def ot_mpich():
-    if not harness.have(harness.MPICH_CC):
-        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
-    return _build(harness.MPICH_CC, "mpich")
+    return harness.build_programs(PROGRAMS, "mpich")
 
 
-def _params():
-    out = []
-    for prog in PROGRAMS:
-        for n, k in SHAPES:
-            marks = [pytest.mark.slow] if n >= 8 else []
-            out.append(pytest.param(prog, n, k, id=f"{prog}-n{n}-nodes{k}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("prog,nranks,nodes", _params())
+@pytest.mark.parametrize("prog,nranks,nodes", harness.shape_params(PROGRAMS, SHAPES))
 def test_ops_topo_on_lanai(ot_lanai, prog, nranks, nodes):
     exe = ot_lanai[prog]
     result = run_job(lanairun_argv(exe, nranks, nodes), exe)

@@ -2,6 +2,8 @@
 nonblocking, across the rank/node matrix, plus the MPICH-built binary run on
 Lanai through LD_LIBRARY_PATH (the drop-in ABI promise)."""
 
+import re
+
 import pytest
 
 import harness
@@ -46,3 +48,31 @@ def test_coll_more_mpich_binary(mpich_exe):
     assert_clean(result)
     # Lanai's own statistics line proves the binary ran on Lanai, not MPICH.
     assert "lanai: stats rank" in result.output, result.tail()
+
+
+BITS = "allreduce_bits"
+
+
+@pytest.fixture(scope="module")
+def bits_exe(lanai_builds):
+    return harness.build_programs([BITS], "lanai")[BITS]
+
+
+@pytest.mark.parametrize("nranks,nodes", [(2, 1), (3, 1), (4, 1), (5, 1), (8, 1), (4, 2), (6, 3)])
+def test_allreduce_bits_do_not_depend_on_the_algorithm(bits_exe, nranks, nodes):
+    # auto takes the shared-memory device path on one node; the others are
+    # the message-passing machines. All must give the same bits.
+    algos = ["auto", "reduce_bcast", "ring"]
+    if nranks & (nranks - 1) == 0:
+        algos.append("recursive_doubling")
+    digests = {}
+    for algo in algos:
+        r = harness.run_job(lanairun_argv(bits_exe, nranks, nodes), bits_exe, {"LANAI_ALLREDUCE": algo})
+        harness.assert_passed(r, BITS)
+        harness.assert_clean(r)
+        lines = sorted(re.findall(r"^(DIGEST|HALF\d) (\w+)$", r.output, re.M))
+        assert lines, r.tail()
+        digests[algo] = lines
+    first = digests["auto"]
+    for algo, d in digests.items():
+        assert d == first, f"{algo} gave {d}, auto gave {first}"

@@ -148,3 +148,23 @@ impl<C: Combine> Collective for Reduce<C> {
         }
     }
 }
+
+/// The result every deterministic reduction of `parts` (one per rank, in
+/// rank order) produces: the same binomial-tree grouping `Reduce` uses, so a
+/// rank that sees every contribution (the shared-memory fast path) gets the
+/// same bits as the message-passing algorithms.
+pub fn fold_canonical(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
+    fn subtree(v: u32, parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
+        let mut acc = parts[v as usize].to_vec();
+        for (_, c) in tree::children(v, parts.len() as u32) {
+            let mut child = subtree(c, parts, op)?;
+            op.combine(&acc, &mut child)?;
+            acc = child;
+        }
+        Ok(acc)
+    }
+    if parts.is_empty() {
+        return Ok(Vec::new());
+    }
+    subtree(0, parts, op)
+}

@@ -776,3 +776,27 @@ fn sim_reports_misbehaving_collectives() {
         "{out:?}"
     );
 }
+
+/// The shared-memory fast path folds every contribution itself; it must
+/// give the bits the Reduce machine gives, for sums that reordering changes.
+#[test]
+fn canonical_fold_matches_the_reduce_machine() {
+    for size in 1..=17u32 {
+        let value = |r: u32| -> Vec<u8> {
+            // Magnitudes far apart so any regrouping changes the rounding.
+            let x = [1e16f64, 1.0, -1e16, 3.25, 1e-3][r as usize % 5] * (1.0 + f64::from(r) * 1e-9);
+            x.to_le_bytes().to_vec()
+        };
+        let sum = Predefined::new(Op::Sum, Elem::F64).unwrap();
+        let mut make = |r| Reduce::new(r, size, 0, value(r), sum).map(|m| Box::new(m) as Boxed);
+        let out = run(size, &mut make, &mut RandomOrder::new(u64::from(size))).unwrap();
+        let parts: Vec<Vec<u8>> = (0..size).map(value).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let folded = lanai_coll::fold_canonical(&refs, &sum).unwrap();
+        assert_eq!(
+            out.results[0].as_deref(),
+            Some(folded.as_slice()),
+            "P={size}"
+        );
+    }
+}

@@ -51,7 +51,7 @@ fn in_place(p: *const c_void) -> bool {
 }
 
 /// Fails with `MPI_ERR_ARG` when `p` is `MPI_IN_PLACE` where it may not be.
-fn not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
+pub(in crate::abi) fn not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
     if in_place(p) {
         return Err(MpiError::new(
             c::MPI_ERR_BUFFER,
@@ -62,7 +62,7 @@ fn not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
 }
 
 /// `count` elements of `size` bytes, each factor checked.
-fn elem_bytes(count: c_int, size: usize) -> MpiResult<usize> {
+pub(in crate::abi) fn elem_bytes(count: c_int, size: usize) -> MpiResult<usize> {
     if count < 0 {
         return Err(MpiError::count(i64::from(count)));
     }
@@ -72,7 +72,11 @@ fn elem_bytes(count: c_int, size: usize) -> MpiResult<usize> {
 }
 
 /// `count` elements of `dt` for each of `n` ranks, in bytes.
-fn block_bytes(count: c_int, dt: MPI_Datatype, n: u32) -> MpiResult<(usize, usize)> {
+pub(in crate::abi) fn block_bytes(
+    count: c_int,
+    dt: MPI_Datatype,
+    n: u32,
+) -> MpiResult<(usize, usize)> {
     let blk = elem_bytes(count, types::type_size(dt)?)?;
     let all = blk
         .checked_mul(n as usize)
@@ -84,7 +88,7 @@ fn block_bytes(count: c_int, dt: MPI_Datatype, n: u32) -> MpiResult<(usize, usiz
 ///
 /// # Safety
 /// `ptr` must be valid for `len` bytes for the operation's lifetime.
-unsafe fn bytes_buf(ptr: *const c_void, len: usize) -> MpiResult<UserBuf> {
+pub(in crate::abi) unsafe fn bytes_buf(ptr: *const c_void, len: usize) -> MpiResult<UserBuf> {
     if ptr.is_null() && len > 0 {
         return Err(MpiError::new(
             c::MPI_ERR_BUFFER,
@@ -95,41 +99,22 @@ unsafe fn bytes_buf(ptr: *const c_void, len: usize) -> MpiResult<UserBuf> {
     Ok(unsafe { UserBuf::new(ptr as *mut u8, len) })
 }
 
-/// The caller's array of `n` ints (counts, displacements).
+/// The caller's array of `n` values (counts, displacements, types).
 ///
 /// # Safety
-/// `p` is null or points to at least `n` ints valid for the call.
-unsafe fn int_array<'a>(p: *const c_int, n: u32, what: &str) -> MpiResult<&'a [c_int]> {
+/// `p` is null or points to at least `n` values valid for the call.
+pub(in crate::abi) unsafe fn array<'a, T>(p: *const T, n: u32, what: &str) -> MpiResult<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
     if p.is_null() {
         return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
     }
-    // SAFETY: per the contract, `n` readable ints.
+    // SAFETY: per the contract, `n` readable values.
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-/// The caller's array of `n` datatype handles (alltoallw).
-///
-/// # Safety
-/// `p` is null or points to at least `n` handles valid for the call.
-unsafe fn type_array<'a>(
-    p: *const MPI_Datatype,
-    n: u32,
-    what: &str,
-) -> MpiResult<&'a [MPI_Datatype]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: per the contract, `n` readable handles.
-    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
-}
-
-fn displ_bytes(d: c_int, size: usize) -> MpiResult<usize> {
+pub(in crate::abi) fn displ_bytes(d: c_int, size: usize) -> MpiResult<usize> {
     if d < 0 {
         return Err(MpiError::new(
             c::MPI_ERR_ARG,
@@ -147,7 +132,11 @@ fn layout(counts: Vec<usize>, displs: Vec<usize>) -> MpiResult<Layout> {
 }
 
 /// Blocks from per-rank counts and displacements, both in elements of `dt`.
-fn layout_v(counts: &[c_int], displs: &[c_int], dt: MPI_Datatype) -> MpiResult<Layout> {
+pub(in crate::abi) fn layout_v(
+    counts: &[c_int],
+    displs: &[c_int],
+    dt: MPI_Datatype,
+) -> MpiResult<Layout> {
     let size = types::type_size(dt)?;
     let c = counts
         .iter()
@@ -162,7 +151,11 @@ fn layout_v(counts: &[c_int], displs: &[c_int], dt: MPI_Datatype) -> MpiResult<L
 
 /// Blocks from per-rank counts in elements of per-rank types and
 /// displacements already in bytes (alltoallw).
-fn layout_w(counts: &[c_int], displs: &[c_int], dts: &[MPI_Datatype]) -> MpiResult<Layout> {
+pub(in crate::abi) fn layout_w(
+    counts: &[c_int],
+    displs: &[c_int],
+    dts: &[MPI_Datatype],
+) -> MpiResult<Layout> {
     let c = counts
         .iter()
         .zip(dts)
@@ -185,7 +178,11 @@ fn layout_w(counts: &[c_int], displs: &[c_int], dts: &[MPI_Datatype]) -> MpiResu
 ///
 /// # Safety
 /// `p` must point to `count` elements of `dt`.
-unsafe fn send_data(p: *const c_void, count: c_int, dt: MPI_Datatype) -> MpiResult<Vec<u8>> {
+pub(in crate::abi) unsafe fn send_data(
+    p: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> MpiResult<Vec<u8>> {
     // SAFETY: forwarded from this function's contract.
     Ok(unsafe { user_buf(p, count, dt)? }.as_slice().to_vec())
 }
@@ -246,11 +243,14 @@ unsafe fn nonblocking(
 // ---- barrier and broadcast ------------------------------------------------
 
 mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
-    if super::intercomm::is_inter(comm) { return super::intercomm::barrier(comm); }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Wait) }; }
     blocking("MPI_Barrier", comm, |e| e.ibarrier(comm_idx(comm)?))
 }}
 
 mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: `request` is the caller's request argument.
     unsafe { nonblocking("MPI_Ibarrier", comm, request, |e| e.ibarrier(comm_idx(comm)?)) }
 }}
@@ -306,13 +306,15 @@ unsafe fn bcast_staged(
 }
 
 mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::bcast(buffer, count, datatype, root, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffer, valid for the call.
     unsafe { bcast_staged("MPI_Bcast", Mode::Wait, buffer, count, datatype, root, comm) }
 }}
 
 mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffer valid until the request completes.
     unsafe { bcast_staged("MPI_Ibcast", Mode::Request(request), buffer, count, datatype, root, comm) }
 }}
@@ -434,19 +436,22 @@ unsafe fn reduce_staged(
 }
 
 mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { reduce_staged("MPI_Reduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, root, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { reduce_staged("MPI_Ireduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, root, comm) }
 }}
 
 /// # Safety
 /// The buffers hold `count` elements of `datatype` until completion.
+#[allow(clippy::too_many_arguments)]
 unsafe fn allreduce(
     e: &mut Engine,
     sendbuf: *const c_void,
@@ -455,6 +460,7 @@ unsafe fn allreduce(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
     let comb = combiner(datatype, op)?;
@@ -467,7 +473,7 @@ unsafe fn allreduce(
         // SAFETY: the send buffer, per the contract.
         unsafe { send_data(sendbuf, count, datatype)? }
     };
-    e.iallreduce(ci, data, out, comb)
+    e.start_allreduce(ci, data, out, comb, blocking)
 }
 
 /// Allreduce, blocking or not, with the buffers staged for derived types.
@@ -485,6 +491,8 @@ unsafe fn allreduce_staged(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    // A blocking call may set up the shared-memory path on the way.
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -501,19 +509,32 @@ unsafe fn allreduce_staged(
         |e, a| {
             let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
             // SAFETY: the staged buffers live until the collective completes.
-            unsafe { allreduce(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm) }
+            unsafe {
+                allreduce(
+                    e,
+                    a[0].ptr(),
+                    a[1].ptr(),
+                    lead.count(),
+                    lead.dt(),
+                    op,
+                    comm,
+                    blocking,
+                )
+            }
         },
     )
 }
 
 mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if super::intercomm::is_inter(comm) { return unsafe { super::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { allreduce_staged("MPI_Allreduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { allreduce_staged("MPI_Iallreduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, comm) }
 }}

@@ -12,6 +12,8 @@ use super::comm::{Capture, RankMap, Slot};
 use super::error::{MpiError, MpiResult};
 use super::request::Op;
 use super::Engine;
+use crate::abi::userbuf::UserBuf;
+use crate::shm::barrier_device::DATA_MAX;
 use lanai_coll::central::{reached, DeviceRank, Role, Step, Wires};
 use lanai_coll::leaders_barrier;
 use std::cell::Cell;
@@ -99,6 +101,24 @@ pub struct CentralOp {
     seq: u32,
     /// The leader's tree instance, once the node's inputs are all in.
     tree_req: Option<usize>,
+    /// A small allreduce riding on the barrier: every rank's contribution
+    /// sits in its data slot, and each folds them all when the barrier is out.
+    reduce: Option<SmallReduce>,
+}
+
+/// The reduction part of a device allreduce.
+pub struct SmallReduce {
+    len: usize,
+    op: super::coll::Combiner,
+    out: UserBuf,
+}
+
+impl std::fmt::Debug for SmallReduce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmallReduce")
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 impl CentralOp {
@@ -276,7 +296,58 @@ impl Engine {
         }
     }
 
+    /// `MPI_Allreduce` of at most `DATA_MAX` bytes on a communicator whose
+    /// members share one node and its device. When it does not qualify the
+    /// operator comes back, and the caller runs the message-passing
+    /// algorithms, which give the same bits. `may_agree`: a blocking call may run the channel
+    /// agreement first; a nonblocking one must not wait for other ranks.
+    pub(super) fn central_allreduce(
+        &mut self,
+        comm: usize,
+        data: &[u8],
+        out: UserBuf,
+        op: super::coll::Combiner,
+        may_agree: bool,
+    ) -> MpiResult<Result<usize, super::coll::Combiner>> {
+        let size = self.comms.get(comm)?.size;
+        if data.is_empty() || data.len() > DATA_MAX || !self.central_wanted(size) {
+            return Ok(Err(op));
+        }
+        if may_agree && matches!(self.comms.get(comm)?.central, Central::Untried) {
+            let req = self.central_negotiate(comm)?;
+            self.finish_coll(req)?;
+        }
+        if matches!(self.comms.get(comm)?.central, Central::Negotiating { .. }) {
+            if !may_agree {
+                return Ok(Err(op));
+            }
+            self.central_resolve(comm)?;
+        }
+        match &self.comms.get(comm)?.central {
+            Central::Active(Setup {
+                chan: Some(_),
+                role: Role::Peer,
+                ..
+            }) => {}
+            _ => return Ok(Err(op)),
+        }
+        let reduce = SmallReduce {
+            len: data.len(),
+            op,
+            out,
+        };
+        self.central_start_with(comm, Some((data, reduce))).map(Ok)
+    }
+
     fn central_start(&mut self, comm: usize) -> MpiResult<usize> {
+        self.central_start_with(comm, None)
+    }
+
+    fn central_start_with(
+        &mut self,
+        comm: usize,
+        reduce: Option<(&[u8], SmallReduce)>,
+    ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
         cm.coll_seq = cm.coll_seq.wrapping_add(1);
@@ -285,6 +356,17 @@ impl Engine {
         };
         setup.gen = setup.gen.wrapping_add(1);
         let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
+        let (me, gen, chan) = (setup.me, setup.gen, setup.chan);
+        let reduce = match (reduce, chan) {
+            (Some((data, r)), Some(ch)) => {
+                let device = self.net.shm.as_ref().and_then(|s| s.device());
+                let device = device.ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+                // Published by this rank's input store when it arrives.
+                device.channel(ch).put_data(me, gen, data);
+                Some(r)
+            }
+            _ => None,
+        };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.central.push(CentralOp {
             req,
@@ -292,6 +374,7 @@ impl Engine {
             dev,
             seq,
             tree_req: None,
+            reduce,
         });
         self.drive_central()?;
         Ok(req)
@@ -357,12 +440,45 @@ impl Engine {
                     if raised {
                         self.central_wake(op.comm, false)?;
                     }
+                    if let Some(r) = &op.reduce {
+                        self.central_fold(op.comm, op.dev.generation(), r)?;
+                    }
                     self.st.reqs.complete(op.req, super::coll::coll_status());
                     did = true;
                 }
             }
         }
         Ok(did)
+    }
+
+    /// Every member's contribution, folded in the canonical order, into the
+    /// caller's buffer.
+    fn central_fold(&self, comm: usize, gen: u32, r: &SmallReduce) -> MpiResult<()> {
+        let Central::Active(Setup {
+            chan: Some(ch),
+            members,
+            ..
+        }) = &self.comms.get(comm)?.central
+        else {
+            return Err(MpiError::internal("device allreduce without a channel"));
+        };
+        let device = self.net.shm.as_ref().and_then(|s| s.device());
+        let w = device
+            .ok_or_else(|| MpiError::internal("barrier device vanished"))?
+            .channel(*ch);
+        let parts: Vec<Vec<u8>> = members
+            .iter()
+            .map(|&i| {
+                let mut b = vec![0u8; r.len];
+                w.get_data(i, gen, &mut b);
+                b
+            })
+            .collect();
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let res = lanai_coll::fold_canonical(&refs, r.op.as_ref())
+            .map_err(|e| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string()))?;
+        r.out.write(&res);
+        Ok(())
     }
 
     /// Wakes local members asleep on `comm`'s barrier: the futex sleepers

@@ -458,7 +458,7 @@ impl Engine {
         out: UserBuf,
         op: Combiner,
     ) -> MpiResult<()> {
-        let req = self.iallreduce(comm, data, out, op)?;
+        let req = self.start_allreduce(comm, data, out, op, true)?;
         self.finish_coll(req)
     }
 
@@ -469,6 +469,29 @@ impl Engine {
         out: UserBuf,
         op: Combiner,
     ) -> MpiResult<usize> {
+        self.start_allreduce(comm, data, out, op, false)
+    }
+
+    /// Small allreduces on one node go through the barrier device's data
+    /// slots (`LANAI_ALLREDUCE=auto`); the rest through the machines.
+    /// `blocking`: the caller waits for the result at once (`MPI_Allreduce`),
+    /// so the device's channel may be set up on the way.
+    pub fn start_allreduce(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+        blocking: bool,
+    ) -> MpiResult<usize> {
+        let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
+            match self.central_allreduce(comm, &data, out, op, blocking)? {
+                Ok(req) => return Ok(req),
+                Err(op) => op,
+            }
+        } else {
+            op
+        };
         let (rank, size) = self.rank_size(comm)?;
         let algo = self.settings.algos.allreduce.resolve(size, data.len());
         let m = lanai_coll::allreduce(rank, size, data, op, algo).map_err(coll_err)?;

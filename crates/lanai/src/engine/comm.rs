@@ -482,7 +482,9 @@ impl Engine {
 
     /// `MPI_Comm_split`: `None` for `MPI_UNDEFINED` colour.
     pub fn comm_split(&mut self, parent: usize, color: i32, key: i32) -> MpiResult<Option<usize>> {
-        super::intercomm::reject(self.comms.get(parent)?)?;
+        if self.comms.get(parent)?.is_inter() {
+            return self.inter_split(parent, color, key);
+        }
         if color < 0 && color != c::MPI_UNDEFINED {
             return Err(MpiError::new(
                 c::MPI_ERR_ARG,
@@ -557,7 +559,9 @@ impl Engine {
     /// `MPI_Comm_create`: collective over `parent`; `None` for non-members.
     /// Disjoint groups at different processes are allowed (MPI-2.2).
     pub fn comm_create(&mut self, parent: usize, g: &Group) -> MpiResult<Option<usize>> {
-        super::intercomm::reject(self.comms.get(parent)?)?;
+        if self.comms.get(parent)?.is_inter() {
+            return self.inter_create(parent, g);
+        }
         self.check_subgroup(parent, g)?;
         let me = self.job.rank;
         let my_rank = g.rank_of(me);

@@ -5,10 +5,14 @@
 use super::matching::{Held, Matcher, Unexpected};
 use super::request::{Op, Requests, Status};
 use crate::abi::consts as c;
+use crate::shm::cma::{self, RemoteRun};
 use lanai_wire::envelope::{Envelope, Kind};
 
 /// Envelope flag on `RndvData`: the transfer is complete (single copy done).
 pub const FIN: u8 = 1;
+/// Envelope flag on `RndvRts`: the payload lists the sender's pieces
+/// (`cma::encode`) instead of one address.
+pub const SEGMENTS: u8 = 2;
 
 /// Work that delivery found but could not do while a transport was borrowed.
 #[derive(Debug)]
@@ -42,10 +46,15 @@ pub struct State {
     pub colls: super::coll::Colls,
     /// `MPI_Comm_idup` agreements in flight.
     pub idups: Vec<super::comm_idup::Idup>,
+    /// Intercommunicator collectives in flight (chains of steps).
+    pub inter_ops: Vec<super::intercomm::InterOp>,
     /// Persistent requests and the child operation running each start.
     pub persistent_children: Vec<(usize, usize)>,
     /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.
     pub bsend_used: usize,
+    /// Piece lists of arrived non-contiguous RTSs, by (sender, cookie),
+    /// until fetched (empty: the list was malformed; stream instead).
+    pub rndv_runs: Vec<(u32, u64, Vec<RemoteRun>)>,
 }
 
 impl State {
@@ -70,9 +79,16 @@ impl State {
                 }),
             },
             Kind::RndvRts => {
-                let addr = payload
-                    .get(..8)
-                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+                let addr = if env.flags & SEGMENTS != 0 {
+                    let runs = cma::decode(payload, env.len).unwrap_or_default();
+                    let first = runs.first().map_or(0, |r| r.addr);
+                    self.rndv_runs.push((from, env.cookie, runs));
+                    first
+                } else {
+                    payload
+                        .get(..8)
+                        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                };
                 match self.matcher.take_posted(&env) {
                     Some(p) => {
                         // The status names the matched envelope even before
@@ -118,6 +134,15 @@ impl State {
                 .colls
                 .deliver(env.ctx, env.tag as u32, env.src, payload),
         }
+    }
+
+    /// The piece list of a non-contiguous RTS from `from`, if it had one.
+    pub fn take_rndv_runs(&mut self, from: u32, cookie: u64) -> Option<Vec<RemoteRun>> {
+        let i = self
+            .rndv_runs
+            .iter()
+            .position(|(f, k, _)| *f == from && *k == cookie)?;
+        Some(self.rndv_runs.swap_remove(i).2)
     }
 
     fn complete_send(&mut self, cookie: u64) {
@@ -168,11 +193,7 @@ impl State {
         let Op::Recv { buf, filled, .. } = &mut r.op else {
             return;
         };
-        let off = *filled as usize;
-        if off < buf.len() {
-            let n = payload.len().min(buf.len() - off);
-            buf.as_mut_slice()[off..off + n].copy_from_slice(&payload[..n]);
-        }
+        buf.write_at(*filled as usize, payload);
         *filled += payload.len() as u64;
         if *filled >= r.status.count {
             let total = r.status.count;

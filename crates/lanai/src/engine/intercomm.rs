@@ -1,5 +1,6 @@
-//! Intercommunicators: creation, merge, dup, comparison, and the blocking
-//! collectives with the standard's intercommunicator semantics.
+//! Intercommunicators: creation, merge, dup, comparison, and (in
+//! [`coll`], run as chains of [`steps`]) the collectives with the
+//! standard's intercommunicator semantics.
 //!
 //! # How collectives run
 //! An intercommunicator's collective context (`ctx + 1`) is used by no
@@ -20,10 +21,14 @@ use super::comm::{lowest_free, Capture, Comm, RankMap, Slot, MASK_BYTES, TEMP_CT
 use super::error::{MpiError, MpiResult};
 use super::Engine;
 use crate::abi::consts as c;
-use crate::abi::userbuf::UserBuf;
-use crate::engine::coll::Combiner;
 use lanai_coll::{AllgatherAlgo, Collective, Layout};
 use std::sync::Arc;
+
+mod coll;
+mod split;
+mod steps;
+
+pub use steps::InterOp;
 
 type Machine = Box<dyn Collective + Send>;
 
@@ -122,12 +127,6 @@ fn out_of_ids() -> MpiError {
     MpiError::other("out of context ids: no id is free at every member of both groups")
 }
 
-/// `n` blocks of `blk` bytes, checked.
-fn blocks(n: u32, blk: usize) -> MpiResult<usize> {
-    blk.checked_mul(n as usize)
-        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "message too large"))
-}
-
 fn u32_at(b: &[u8], i: usize) -> MpiResult<u32> {
     b.get(4 * i..4 * i + 4)
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
@@ -191,10 +190,6 @@ impl Engine {
         m: Machine,
     ) -> MpiResult<Option<Vec<u8>>> {
         self.run_on(it.ctx, it.base.wrapping_add(phase), map, me, m)
-    }
-
-    fn bcast_machine(&self, rank: u32, size: u32, data: Vec<u8>) -> MpiResult<Machine> {
-        lanai_coll::bcast(rank, size, 0, data, self.settings.algos.bcast).map_err(coll_err)
     }
 
     /// Translates a rooted collective's `root` argument.
@@ -365,8 +360,9 @@ impl Engine {
         Ok((rmask, rmembers))
     }
 
-    /// Agrees on a context id free at every member of both groups.
-    fn inter_agree(&mut self, it: &Inter, phase: u32) -> MpiResult<u32> {
+    /// Agrees on a context id free at every member of both groups; members
+    /// that will not use it (`join` false) take part but keep it free.
+    fn inter_agree(&mut self, it: &Inter, phase: u32, join: bool) -> MpiResult<u32> {
         let (map, me) = it.union();
         let mask = self.with_offer(|e, offer| {
             let m = lanai_coll::allreduce(
@@ -380,14 +376,16 @@ impl Engine {
             e.phase(it, phase, map, me, m)?.ok_or_else(no_result)
         })?;
         let slot = lowest_free(&mask).ok_or_else(out_of_ids)?;
-        self.comms.take_slot(slot);
+        if join {
+            self.comms.take_slot(slot);
+        }
         Ok(slot as u32 * 2)
     }
 
     /// `MPI_Comm_dup` of an intercommunicator.
     pub fn inter_dup(&mut self, parent: usize) -> MpiResult<usize> {
         let it = self.inter_begin(parent)?;
-        let ctx = self.inter_agree(&it, 0)?;
+        let ctx = self.inter_agree(&it, 0, true)?;
         let p = self.comms.get(parent)?;
         let mut new = p.derive(ctx, p.rank, p.members());
         new.inter = p.inter.clone();
@@ -411,7 +409,7 @@ impl Engine {
             .ok_or_else(no_result)?;
         let remote0 = if it.remote.local_first { it.nl() } else { 0 };
         let remote_high = flags.get(remote0 as usize).copied().ok_or_else(no_result)? != 0;
-        let ctx = self.inter_agree(&it, 1)?;
+        let ctx = self.inter_agree(&it, 1, true)?;
         let local_first = if high == remote_high {
             it.remote.local_first
         } else {
@@ -425,275 +423,5 @@ impl Engine {
         };
         let new = self.comms.get(comm)?.derive(ctx, rank, members);
         Ok(self.comms.insert(new))
-    }
-
-    // ---- collectives --------------------------------------------------
-
-    /// Barrier over both groups at once.
-    pub fn inter_barrier(&mut self, comm: usize) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        let (map, me) = it.union();
-        let algo = self.settings.algos.software_barrier();
-        let m = lanai_coll::barrier(me, map.len() as u32, algo).map_err(coll_err)?;
-        self.phase(&it, 0, map, me, m)?;
-        Ok(())
-    }
-
-    /// Broadcast from the root to every member of the other group.
-    pub fn inter_bcast(&mut self, comm: usize, buf: UserBuf, root: InterRoot) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        let me_w = self.job.rank;
-        let (root_w, group, me, data, out) = match root {
-            InterRoot::Idle => return Ok(()),
-            InterRoot::Root => (
-                me_w,
-                it.remote.members.clone(),
-                0,
-                buf.as_slice().to_vec(),
-                None,
-            ),
-            InterRoot::Remote(r) => (
-                it.remote.members[r as usize],
-                it.local.clone(),
-                1 + it.rank,
-                vec![0; buf.len()],
-                Some(buf),
-            ),
-        };
-        let map: Vec<u32> = std::iter::once(root_w).chain(group).collect();
-        let m = self.bcast_machine(me, map.len() as u32, data)?;
-        let res = self.phase(&it, 0, map, me, m)?;
-        if let (Some(o), Some(r)) = (out, res) {
-            o.write(&r);
-        }
-        Ok(())
-    }
-
-    /// Reduce of the other group's data to the root: the group reduces to
-    /// its rank 0, which passes the result to the root.
-    pub fn inter_reduce(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: Option<UserBuf>,
-        root: InterRoot,
-        op: Combiner,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        match root {
-            InterRoot::Idle => Ok(()),
-            InterRoot::Root => {
-                let out = out.ok_or_else(|| MpiError::internal("root without a buffer"))?;
-                let map = vec![it.remote.members[0], self.job.rank];
-                let m = self.bcast_machine(1, 2, vec![0; out.len()])?;
-                if let Some(r) = self.phase(&it, 1, map, 1, m)? {
-                    out.write(&r);
-                }
-                Ok(())
-            }
-            InterRoot::Remote(r) => {
-                let root_w = it.remote.members[r as usize];
-                let m = lanai_coll::Reduce::new(it.rank, it.nl(), 0, data, op).map_err(coll_err)?;
-                let res = self.phase(&it, 0, it.local.clone(), it.rank, Box::new(m))?;
-                if it.rank == 0 {
-                    let m = self.bcast_machine(0, 2, res.ok_or_else(no_result)?)?;
-                    self.phase(&it, 1, vec![it.local[0], root_w], 0, m)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Each group gets the reduction of the other group's data.
-    pub fn inter_allreduce(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: UserBuf,
-        op: Combiner,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        let m = lanai_coll::Reduce::new(it.rank, it.nl(), 0, data, op).map_err(coll_err)?;
-        let mine = self.phase(&it, 0, it.local.clone(), it.rank, Box::new(m))?;
-        let theirs = if it.rank == 0 {
-            let mine = mine.ok_or_else(no_result)?;
-            let (pair, me) = if it.remote.local_first {
-                (vec![it.local[0], it.remote.members[0]], 0)
-            } else {
-                (vec![it.remote.members[0], it.local[0]], 1)
-            };
-            let m =
-                lanai_coll::Allgather::new(me, 2, mine, AllgatherAlgo::Auto).map_err(coll_err)?;
-            let both = self
-                .phase(&it, 1, pair, me, Box::new(m))?
-                .ok_or_else(no_result)?;
-            let half = both.len() / 2;
-            if me == 0 {
-                both[half..].to_vec()
-            } else {
-                both[..half].to_vec()
-            }
-        } else {
-            vec![0; out.len()]
-        };
-        let keep = (it.rank == 0).then(|| theirs.clone());
-        let m = self.bcast_machine(it.rank, it.nl(), theirs)?;
-        let res = self.phase(&it, 2, it.local.clone(), it.rank, m)?;
-        if let Some(r) = keep.or(res) {
-            out.write(&r);
-        }
-        Ok(())
-    }
-
-    /// Gather of one `blk`-byte block from each member of the other group
-    /// into the root's `out`; `data` is this member's block elsewhere.
-    pub fn inter_gather(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: Option<(UserBuf, usize)>,
-        root: InterRoot,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        match root {
-            InterRoot::Idle => Ok(()),
-            InterRoot::Root => {
-                let (out, blk) = out.ok_or_else(|| MpiError::internal("root without a buffer"))?;
-                let map: Vec<u32> = std::iter::once(self.job.rank)
-                    .chain(it.remote.members.iter().copied())
-                    .collect();
-                let n = map.len() as u32;
-                let m = lanai_coll::Gather::new(0, n, 0, vec![0; blk]).map_err(coll_err)?;
-                let res = self
-                    .phase(&it, 0, map, 0, Box::new(m))?
-                    .ok_or_else(no_result)?;
-                out.write(res.get(blk..).unwrap_or_default());
-                Ok(())
-            }
-            InterRoot::Remote(r) => {
-                let map: Vec<u32> = std::iter::once(it.remote.members[r as usize])
-                    .chain(it.local.iter().copied())
-                    .collect();
-                let m = lanai_coll::Gather::new(1 + it.rank, map.len() as u32, 0, data)
-                    .map_err(coll_err)?;
-                self.phase(&it, 0, map, 1 + it.rank, Box::new(m))?;
-                Ok(())
-            }
-        }
-    }
-
-    /// Scatter of the root's `data`, one `blk`-byte block per member of the
-    /// other group, which receives it in `out`.
-    pub fn inter_scatter(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        blk: usize,
-        out: Option<UserBuf>,
-        root: InterRoot,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        match root {
-            InterRoot::Idle => Ok(()),
-            InterRoot::Root => {
-                let map: Vec<u32> = std::iter::once(self.job.rank)
-                    .chain(it.remote.members.iter().copied())
-                    .collect();
-                let mut all = vec![0; blk];
-                all.extend_from_slice(&data);
-                let m =
-                    lanai_coll::Scatter::new(0, map.len() as u32, 0, all, blk).map_err(coll_err)?;
-                self.phase(&it, 0, map, 0, Box::new(m))?;
-                Ok(())
-            }
-            InterRoot::Remote(r) => {
-                let out = out.ok_or_else(|| MpiError::internal("member without a buffer"))?;
-                let map: Vec<u32> = std::iter::once(it.remote.members[r as usize])
-                    .chain(it.local.iter().copied())
-                    .collect();
-                let m = lanai_coll::Scatter::new(
-                    1 + it.rank,
-                    map.len() as u32,
-                    0,
-                    Vec::new(),
-                    out.len(),
-                )
-                .map_err(coll_err)?;
-                if let Some(res) = self.phase(&it, 0, map, 1 + it.rank, Box::new(m))? {
-                    out.write(&res);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Every member gets the blocks of every member of the other group, in
-    /// its rank order; `recv_blk` is the size of each of those blocks.
-    pub fn inter_allgather(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        recv_blk: usize,
-        out: UserBuf,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        let (map, me) = it.union();
-        let send_blk = data.len();
-        let (nl, nr) = (it.nl() as usize, it.nr() as usize);
-        let mut counts = vec![send_blk; nl];
-        let theirs = vec![recv_blk; nr];
-        let start = if it.remote.local_first {
-            counts.extend(theirs);
-            blocks(nl as u32, send_blk)?
-        } else {
-            counts.splice(0..0, theirs);
-            0
-        };
-        let layout = Layout::packed(counts).map_err(coll_err)?;
-        let m =
-            lanai_coll::Allgatherv::new(me, map.len() as u32, data, &layout).map_err(coll_err)?;
-        let res = self
-            .phase(&it, 0, map, me, Box::new(m))?
-            .ok_or_else(no_result)?;
-        let len = blocks(nr as u32, recv_blk)?;
-        out.write(res.get(start..start + len).ok_or_else(no_result)?);
-        Ok(())
-    }
-
-    /// Member `i` of one group sends block `j` of `data` (`send_blk` bytes
-    /// each) to member `j` of the other, and receives block `j` of `out`
-    /// (`recv_blk` bytes each) from it.
-    pub fn inter_alltoall(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        send_blk: usize,
-        recv_blk: usize,
-        out: UserBuf,
-    ) -> MpiResult<()> {
-        let it = self.inter_begin(comm)?;
-        let (map, me) = it.union();
-        let (nl, nr) = (it.nl() as usize, it.nr() as usize);
-        let side = |blk: usize| -> MpiResult<Layout> {
-            let mut counts = vec![0; nl];
-            let mut displs = vec![0; nl];
-            let rc = vec![blk; nr];
-            let rd: Vec<usize> = (0..nr).map(|j| j * blk).collect();
-            if it.remote.local_first {
-                counts.extend(rc);
-                displs.extend(rd);
-            } else {
-                counts.splice(0..0, rc);
-                displs.splice(0..0, rd);
-            }
-            Layout::new(counts, displs).map_err(coll_err)
-        };
-        let (send, recv) = (side(send_blk)?, side(recv_blk)?);
-        let m = lanai_coll::Alltoallv::new(me, map.len() as u32, data, &send, &recv)
-            .map_err(coll_err)?;
-        if let Some(res) = self.phase(&it, 0, map, me, Box::new(m))? {
-            out.write(&res);
-        }
-        Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! Point-to-point protocols: eager, synchronous and rendezvous sends,
 //! receives, probes and cancellation.
 
-use super::delivery::{Followup, FIN};
+use super::delivery::{Followup, FIN, SEGMENTS};
 use super::error::{MpiError, MpiResult};
 use super::matching::{Held, Posted, Unexpected, ANY_SOURCE};
 use super::net::Route;
@@ -12,6 +12,15 @@ use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::cma;
 use lanai_wire::envelope::{Envelope, Kind};
+
+/// Data bytes per strided run a rendezvous sender may list in its RTS
+/// (32 bytes a run, so the list stays under an eighth of the data); a
+/// more irregular layout is packed instead.
+const MIN_DATA_PER_RUN: usize = 256;
+/// Smallest mean piece worth a kernel iovec: finer layouts are packed,
+/// since the kernel pins pages per remote piece (measured: 1 KiB pieces
+/// read in place are slower than packing, 4 KiB ones faster).
+const MIN_MEAN_PIECE: usize = 2048;
 
 impl Engine {
     /// Starts a send. Returns the request, or None when it already completed
@@ -37,31 +46,46 @@ impl Engine {
         let rndv = matches!(route, Route::Shm(_))
             && len > self.settings.eager_limit.min(self.net.shm_max_payload());
         if rndv {
-            let (owned, bsend_bytes) = if mode == SendMode::Buffered {
-                (Some(buf.as_slice().to_vec()), self.reserve_bsend(len)?)
+            let bsend_bytes = if mode == SendMode::Buffered {
+                self.reserve_bsend(len)?
             } else {
-                (None, 0)
+                0
+            };
+            // The receiver reads a non-contiguous layout in place, piece by
+            // piece, when the pieces are few and large enough; otherwise
+            // (and for buffered sends) it reads a packed copy.
+            let runs = (mode != SendMode::Buffered && !buf.is_contiguous())
+                .then(|| cma::runs_of(&buf, len / MIN_DATA_PER_RUN, len / MIN_MEAN_PIECE))
+                .flatten();
+            let pack = mode == SendMode::Buffered
+                || (!buf.is_contiguous() && runs.is_none() && self.settings.single_copy);
+            let owned = pack.then(|| {
+                let mut v = vec![0u8; len];
+                buf.read_at(0, &mut v);
+                v
+            });
+            let (flags, payload) = match (&owned, runs) {
+                (Some(v), _) => (0, (v.as_ptr() as u64).to_le_bytes().to_vec()),
+                (None, Some(r)) => (SEGMENTS, cma::encode(&r)),
+                (None, None) => (0, (buf.addr() as u64).to_le_bytes().to_vec()),
             };
             let req = self.st.reqs.insert(Op::Send {
-                buf,
+                // A packed copy replaces the user's buffer.
+                buf: if owned.is_some() { UserBuf::EMPTY } else { buf },
                 to_world: to,
                 bsend_bytes,
                 owned,
             });
-            let addr = match &self.st.reqs.get(req).map(|r| &r.op) {
-                Some(Op::Send { owned: Some(v), .. }) => v.as_ptr() as u64,
-                _ => buf.addr() as u64,
-            };
             let env = Envelope {
                 kind: Kind::RndvRts,
-                flags: 0,
+                flags,
                 ctx,
                 src,
                 tag,
                 len: len as u64,
                 cookie: self.st.reqs.cookie(req),
             };
-            self.net_send(to, &env, &addr.to_le_bytes())?;
+            self.net_send(to, &env, &payload)?;
             // A buffered send is complete for the user once its data is copied.
             return Ok(if mode == SendMode::Buffered {
                 self.complete_bsend_early(req)
@@ -244,8 +268,18 @@ impl Engine {
     }
 
     /// Receiver side of rendezvous: one copy straight from the sender's
-    /// memory, or, when the kernel refuses, ask the sender to stream.
+    /// memory (its pieces into ours), or, when the kernel refuses, ask the
+    /// sender to stream.
     fn fetch(&mut self, req: usize, from: u32, addr: u64, len: u64, cookie: u64) -> MpiResult<()> {
+        // A contiguous sender is the one-run case.
+        let runs = self.st.take_rndv_runs(from, cookie).unwrap_or_else(|| {
+            vec![cma::RemoteRun {
+                addr,
+                len,
+                stride: 0,
+                count: 1,
+            }]
+        });
         let Some(r) = self.st.reqs.get_mut(req) else {
             return Ok(());
         };
@@ -259,11 +293,13 @@ impl Engine {
         } else {
             c::MPI_SUCCESS
         };
-        if let (true, Route::Shm(local)) =
-            (self.settings.single_copy, self.net.routes[from as usize])
-        {
+        if let (true, Route::Shm(local), false) = (
+            self.settings.single_copy,
+            self.net.routes[from as usize],
+            runs.is_empty() && len > 0,
+        ) {
             let pid = self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local));
-            match cma::read_from(pid, addr as usize, &mut buf.as_mut_slice()[..n]) {
+            match cma::read_into(pid, &runs, &buf, n) {
                 Ok(()) => {
                     self.st.reqs.complete(
                         req,
@@ -292,7 +328,10 @@ impl Engine {
                             "single-copy read failed ({e}); copying through shared memory instead"
                         )
                     });
-                    self.settings.single_copy = false;
+                    // Only a refusal by the kernel is permanent.
+                    if matches!(e, nix::Error::EPERM | nix::Error::ENOSYS) {
+                        self.settings.single_copy = false;
+                    }
                 }
             }
         }
@@ -324,23 +363,38 @@ impl Engine {
         let Some(idx) = self.st.reqs.by_cookie(cookie) else {
             return Ok(());
         };
-        let data = match self.st.reqs.get(idx).map(|r| &r.op) {
-            Some(Op::Send { owned: Some(v), .. }) => v.clone(),
-            Some(Op::Send { buf, .. }) => buf.as_slice().to_vec(),
+        let (buf, owned) = match self.st.reqs.get_mut(idx).map(|r| &mut r.op) {
+            Some(Op::Send { buf, owned, .. }) => (*buf, owned.take()),
             _ => return Ok(()),
         };
+        let len = owned.as_ref().map_or(buf.len(), Vec::len);
         let chunk = self.net.shm_max_payload().max(1);
-        for part in data.chunks(chunk) {
+        // Chunk by chunk: a non-contiguous buffer is packed a chunk at a time.
+        let mut part = vec![0u8; chunk.min(len)];
+        let mut at = 0;
+        while at < len {
+            let n = match &owned {
+                Some(v) => {
+                    let n = chunk.min(len - at);
+                    part[..n].copy_from_slice(&v[at..at + n]);
+                    n
+                }
+                None => buf.read_at(at, &mut part),
+            };
+            if n == 0 {
+                break;
+            }
             let env = Envelope {
                 kind: Kind::RndvData,
                 flags: 0,
                 ctx: 0,
                 src: 0,
                 tag: 0,
-                len: part.len() as u64,
+                len: n as u64,
                 cookie: recv_cookie,
             };
-            self.net_send(to, &env, part)?;
+            self.net_send(to, &env, &part[..n])?;
+            at += n;
         }
         self.st.finish_send(idx);
         Ok(())

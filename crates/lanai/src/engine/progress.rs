@@ -77,6 +77,9 @@ impl Engine {
         if !self.st.idups.is_empty() {
             did |= self.drive_idups()?;
         }
+        if !self.st.inter_ops.is_empty() {
+            did |= self.drive_inter_ops()?;
+        }
         Ok(did)
     }
 

@@ -3,8 +3,11 @@
 //! Layout, after the rings: a table line (the allocation lock), one 16-byte
 //! record per channel (owner key and reference count), then the channels.
 //! A channel is an output line (the output word, which sleepers wait on
-//! with `futex`), a line of sleeper counts, and one input line per local
-//! rank, so arrivals never write a line another rank writes.
+//! with `futex`), a line of sleeper counts, one input line per local rank,
+//! so arrivals never write a line another rank writes, and two data slots
+//! per local rank for small reductions (slot `gen % 2`: a rank writes slot
+//! `g + 2` only after every rank arrived at `g + 1`, hence finished reading
+//! `g`).
 //!
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
@@ -16,6 +19,8 @@ use std::time::Duration;
 
 const LINE: usize = 64;
 const RECORD: usize = 16;
+/// Bytes of one data slot: the largest reduction the device carries.
+pub const DATA_MAX: usize = 256;
 
 /// Bytes the device needs for `local_size` ranks and `channels` channels.
 pub fn device_len(local_size: usize, channels: usize) -> usize {
@@ -26,7 +31,7 @@ pub fn device_len(local_size: usize, channels: usize) -> usize {
 }
 
 fn channel_len(local_size: usize) -> usize {
-    (2 + local_size) * LINE
+    (2 + local_size) * LINE + local_size * 2 * DATA_MAX
 }
 
 /// This rank's view of the node's device.
@@ -182,6 +187,38 @@ impl Channel<'_> {
     fn input_word(&self, i: usize) -> &AtomicU32 {
         let i = i.min(self.local_size - 1);
         self.seg.atomic_u32(self.off + (2 + i) * LINE)
+    }
+
+    /// Byte offset of input `i`'s data slot for generation `gen`.
+    fn slot(&self, i: usize, gen: u32) -> usize {
+        let i = i.min(self.local_size - 1);
+        self.off + (2 + self.local_size) * LINE + (i * 2 + (gen % 2) as usize) * DATA_MAX
+    }
+
+    /// Writes this rank's contribution to generation `gen`, before it sets
+    /// its input (whose release store publishes the bytes).
+    pub fn put_data(&self, me: usize, gen: u32, data: &[u8]) {
+        let off = self.slot(me, gen);
+        assert!(data.len() <= DATA_MAX && off + DATA_MAX <= self.seg.len());
+        // SAFETY: the slot lies inside the mapping (checked); no other rank
+        // touches it until this rank's input says `gen`, and the rank that
+        // wrote it last (generation gen - 2) is read by nobody any more.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.seg.base().add(off), data.len())
+        };
+    }
+
+    /// Reads input `i`'s contribution to generation `gen` (after seeing its
+    /// input reach `gen`, whose acquire load orders this read).
+    pub fn get_data(&self, i: usize, gen: u32, out: &mut [u8]) {
+        let off = self.slot(i, gen);
+        assert!(out.len() <= DATA_MAX && off + DATA_MAX <= self.seg.len());
+        // SAFETY: inside the mapping (checked); its writer finished before
+        // publishing its input, and will not write it again before this
+        // rank has arrived at the next generation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.seg.base().add(off), out.as_mut_ptr(), out.len())
+        };
     }
 
     /// Declares that this rank may sleep on the output. Call it before the

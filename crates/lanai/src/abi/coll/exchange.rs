@@ -2,8 +2,8 @@
 //! per-rank counts and (alltoallw) with per-rank datatypes.
 
 use super::{
-    block_bytes, bytes_buf, comm_info, in_place, int_array, layout_v, layout_w, not_in_place,
-    same_len, send_data, slice_of, type_array,
+    array, block_bytes, bytes_buf, comm_info, in_place, layout_v, layout_w, not_in_place, same_len,
+    send_data, slice_of,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -92,13 +92,15 @@ unsafe fn allgather_staged(
 }
 
 mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { allgather_staged("MPI_Allgather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { allgather_staged("MPI_Iallgather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
@@ -122,8 +124,8 @@ unsafe fn allgatherv(
     // SAFETY: the arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            int_array(recvcounts, size, "recvcounts")?,
-            int_array(displs, size, "displs")?,
+            array(recvcounts, size, "recvcounts")?,
+            array(displs, size, "displs")?,
         )
     };
     let recv = layout_v(counts, displs, recvtype)?;
@@ -189,11 +191,15 @@ unsafe fn allgatherv_staged(
 }
 
 mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
@@ -298,13 +304,15 @@ unsafe fn alltoall_staged(
 }
 
 mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { alltoall_staged("MPI_Alltoall", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { alltoall_staged("MPI_Ialltoall", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
 }}
@@ -328,8 +336,8 @@ unsafe fn alltoallv(
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_v(
-            int_array(recvcounts, size, "recvcounts")?,
-            int_array(rdispls, size, "rdispls")?,
+            array(recvcounts, size, "recvcounts")?,
+            array(rdispls, size, "rdispls")?,
             recvtype,
         )?
     };
@@ -337,8 +345,8 @@ unsafe fn alltoallv(
         // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
         unsafe {
             layout_v(
-                int_array(sendcounts, size, "sendcounts")?,
-                int_array(sdispls, size, "sdispls")?,
+                array(sendcounts, size, "sendcounts")?,
+                array(sdispls, size, "sdispls")?,
                 sendtype,
             )
         }
@@ -399,11 +407,15 @@ unsafe fn alltoallv_staged(
 }
 
 mpi_fn! { MPI_Alltoallv / PMPI_Alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { alltoallv_staged("MPI_Alltoallv", Mode::Wait, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoallv / PMPI_Ialltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { alltoallv_staged("MPI_Ialltoallv", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
 }}
@@ -427,18 +439,18 @@ unsafe fn alltoallw(
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_w(
-            int_array(recvcounts, size, "recvcounts")?,
-            int_array(rdispls, size, "rdispls")?,
-            type_array(recvtypes, size, "recvtypes")?,
+            array(recvcounts, size, "recvcounts")?,
+            array(rdispls, size, "rdispls")?,
+            array(recvtypes, size, "recvtypes")?,
         )?
     };
     let send = || {
         // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
         unsafe {
             layout_w(
-                int_array(sendcounts, size, "sendcounts")?,
-                int_array(sdispls, size, "sdispls")?,
-                type_array(sendtypes, size, "sendtypes")?,
+                array(sendcounts, size, "sendcounts")?,
+                array(sdispls, size, "sdispls")?,
+                array(sendtypes, size, "sendtypes")?,
             )
         }
     };
@@ -498,11 +510,15 @@ unsafe fn alltoallw_staged(
 }
 
 mpi_fn! { MPI_Alltoallw / PMPI_Alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { alltoallw_staged("MPI_Alltoallw", Mode::Wait, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoallw / PMPI_Ialltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { alltoallw_staged("MPI_Ialltoallw", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
 }}

@@ -1,7 +1,7 @@
 //! Gather and scatter, with equal blocks and with per-rank counts.
 
 use super::{
-    block_bytes, bytes_buf, check_root, comm_info, in_place, int_array, layout_v, not_in_place,
+    array, block_bytes, bytes_buf, check_root, comm_info, in_place, layout_v, not_in_place,
     same_len, send_data, slice_of,
 };
 use crate::abi::consts as c;
@@ -112,13 +112,15 @@ unsafe fn gather_staged(
 }
 
 mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { gather_staged("MPI_Gather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { gather_staged("MPI_Igather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
@@ -152,8 +154,8 @@ unsafe fn gatherv(
     // SAFETY: the root's arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            int_array(recvcounts, size, "recvcounts")?,
-            int_array(displs, size, "displs")?,
+            array(recvcounts, size, "recvcounts")?,
+            array(displs, size, "displs")?,
         )
     };
     let recv = layout_v(counts, displs, recvtype)?;
@@ -226,11 +228,15 @@ unsafe fn gatherv_staged(
 }
 
 mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
@@ -351,13 +357,15 @@ unsafe fn scatter_staged(
 }
 
 mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }; }
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { scatter_staged("MPI_Scatter", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { scatter_staged("MPI_Iscatter", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
@@ -393,8 +401,8 @@ unsafe fn scatterv(
     // SAFETY: the root's arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            int_array(sendcounts, size, "sendcounts")?,
-            int_array(displs, size, "displs")?,
+            array(sendcounts, size, "sendcounts")?,
+            array(displs, size, "displs")?,
         )
     };
     let send = layout_v(counts, displs, sendtype)?;
@@ -465,11 +473,15 @@ unsafe fn scatterv_staged(
 }
 
 mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
 }}

@@ -2,7 +2,7 @@
 //! per-rank counts and with equal blocks), inclusive and exclusive scan.
 
 use super::{
-    bytes_buf, combiner, comm_info, elem_bytes, in_place, int_array, not_in_place, reduce_arg,
+    array, bytes_buf, combiner, comm_info, elem_bytes, in_place, not_in_place, reduce_arg,
     send_data,
 };
 use crate::abi::consts as c;
@@ -105,11 +105,15 @@ unsafe fn reduce_scatter_block_staged(
 }
 
 mpi_fn! { MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { reduce_scatter_block_staged("MPI_Reduce_scatter_block", Mode::Wait, sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { reduce_scatter_block_staged("MPI_Ireduce_scatter_block", Mode::Request(request), sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }}
@@ -131,7 +135,7 @@ unsafe fn reduce_scatter(
     not_in_place(recvbuf, "the receive buffer")?;
     let esize = types::type_size(datatype)?;
     // SAFETY: one count per rank.
-    let counts = unsafe { int_array(recvcounts, size, "recvcounts")? }
+    let counts = unsafe { array(recvcounts, size, "recvcounts")? }
         .iter()
         .map(|&n| elem_bytes(n, esize))
         .collect::<MpiResult<Vec<usize>>>()?;
@@ -169,7 +173,7 @@ unsafe fn reduce_scatter_staged(
         mode,
         |rank, size| {
             // SAFETY: one count per rank.
-            let counts = unsafe { int_array(recvcounts, size, "recvcounts")? };
+            let counts = unsafe { array(recvcounts, size, "recvcounts")? };
             let total = counts
                 .iter()
                 .try_fold(
@@ -198,7 +202,7 @@ unsafe fn reduce_scatter_staged(
                 let size = e.comms.get(crate::abi::comm_idx(comm)?)?.size;
                 let per = crate::abi::datatype::resolve(datatype)?.elements();
                 // SAFETY: one count per rank (checked when staging).
-                scaled = unsafe { int_array(recvcounts, size, "recvcounts")? }
+                scaled = unsafe { array(recvcounts, size, "recvcounts")? }
                     .iter()
                     .map(|&n| c_int::try_from(n as u64 * per).map_err(|_| too_large()))
                     .collect::<MpiResult<_>>()?;
@@ -215,11 +219,15 @@ unsafe fn reduce_scatter_staged(
 }
 
 mpi_fn! { MPI_Reduce_scatter / PMPI_Reduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { reduce_scatter_staged("MPI_Reduce_scatter", Mode::Wait, sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { reduce_scatter_staged("MPI_Ireduce_scatter", Mode::Request(request), sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }}
@@ -311,21 +319,25 @@ unsafe fn scan_staged(
 }
 
 mpi_fn! { MPI_Scan / PMPI_Scan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Scan", comm); }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { scan_staged("MPI_Scan", Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iscan / PMPI_Iscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iscan", comm); }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { scan_staged("MPI_Iscan", Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Exscan / PMPI_Exscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Exscan", comm); }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { scan_staged("MPI_Exscan", Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iexscan / PMPI_Iexscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iexscan", comm); }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { scan_staged("MPI_Iexscan", Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
 }}

@@ -11,7 +11,7 @@
 use super::{dt_err, predef, resolve_committed};
 use crate::abi::consts as c;
 use crate::abi::consts::MPI_Datatype;
-use crate::abi::userbuf::UserBuf;
+use crate::abi::userbuf::{count_packed, Layout, UserBuf};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::Status;
 use crate::engine::Engine;
@@ -85,6 +85,17 @@ impl View {
         })
     }
 
+    /// The view as a layout the engine reads and writes in place; boxed
+    /// so that its address survives moves of the pending state.
+    fn into_layout(self) -> MpiResult<Box<Layout>> {
+        let size = self.packed_len()?;
+        // SAFETY: `View::new`'s contract: the span is valid user memory
+        // for as long as the operation runs, which the layout is held for.
+        Ok(Box::new(unsafe {
+            Layout::new(self.dt, self.count, self.ptr, self.len, self.origin, size)
+        }))
+    }
+
     pub fn dt(&self) -> &Datatype {
         &self.dt
     }
@@ -117,6 +128,7 @@ impl View {
 
     /// Packs every instance into `out` (`packed_len` bytes).
     fn pack_into(&self, out: &mut [u8]) -> MpiResult<()> {
+        count_packed(out.len());
         lanai_datatype::pack_partial(&self.dt, self.count, self.slice(), self.origin, 0, out)
             .map(|_| ())
             .map_err(dt_err)
@@ -131,6 +143,7 @@ impl View {
 
     /// Unpacks a packed prefix into the user layout.
     fn unpack_prefix(&self, packed: &[u8]) -> MpiResult<()> {
+        count_packed(packed.len());
         lanai_datatype::unpack_partial(
             &self.dt,
             self.count,
@@ -184,6 +197,8 @@ pub enum Pending {
     Recv { temp: Vec<u8>, view: View },
     /// The staged arguments of a nonblocking collective.
     Coll(Vec<Staged>),
+    /// A non-contiguous buffer the engine reads or writes in place.
+    Layout(Box<Layout>),
     /// A persistent request's temporary: it lives as long as the request,
     /// a send repacks it at every start, a receive unpacks it once per
     /// start (`settled` says whether that happened).
@@ -211,12 +226,27 @@ pub unsafe fn send_buf(
             // SAFETY: forwarded.
             Ok((unsafe { crate::abi::user_buf(buf, count, h)? }, None))
         }
-        Some(v) => {
+        Some(v) if v.packed_len()? <= PACK_UP_TO => {
             let mut t = v.pack_all()?;
             let b = temp_buf(&mut t);
             Ok((b, Some(Pending::Send(t))))
         }
+        Some(v) => in_place(v),
     }
+}
+
+/// Messages up to this many packed bytes go through a temporary (one
+/// pack is cheaper than segment bookkeeping, and the eager path copies
+/// anyway); larger ones are read and written in place by rendezvous.
+const PACK_UP_TO: usize = 16384;
+
+/// A non-contiguous buffer used in place, with its layout to hold.
+fn in_place(v: View) -> MpiResult<(UserBuf, Option<Pending>)> {
+    let l = v.into_layout()?;
+    // SAFETY: the boxed layout goes into the returned pending state, which
+    // the caller keeps until the operation completes.
+    let b = unsafe { UserBuf::segmented(&l) };
+    Ok((b, Some(Pending::Layout(l))))
 }
 
 /// Where to receive (buf, count, datatype), with the temporary to unpack
@@ -235,6 +265,7 @@ pub unsafe fn recv_buf(
             // SAFETY: forwarded.
             Ok((unsafe { crate::abi::user_buf(buf, count, h)? }, None))
         }
+        Some(view) if view.packed_len()? > PACK_UP_TO => in_place(view),
         Some(view) => {
             let n = lanai_datatype::pack_size(view.dt(), view.count()).map_err(dt_err)?;
             let n = usize::try_from(n)
@@ -260,7 +291,7 @@ impl Pending {
     /// collective its outputs.
     fn complete(self, st: &Status) -> MpiResult<()> {
         match self {
-            Pending::Send(_) | Pending::Persistent { .. } => Ok(()),
+            Pending::Send(_) | Pending::Persistent { .. } | Pending::Layout(_) => Ok(()),
             Pending::Recv { temp, view } => unpack_received(&temp, &view, st),
             Pending::Coll(args) => args.into_iter().try_for_each(Staged::finish),
         }

@@ -466,15 +466,12 @@ impl Engine {
         let w = device
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
-        let parts: Vec<Vec<u8>> = members
-            .iter()
-            .map(|&i| {
-                let mut b = vec![0u8; r.len];
-                w.get_data(i, gen, &mut b);
-                b
-            })
-            .collect();
-        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        // One buffer for every contribution, in communicator-rank order.
+        let mut all = vec![0u8; r.len * members.len()];
+        for (&i, part) in members.iter().zip(all.chunks_exact_mut(r.len)) {
+            w.get_data(i, gen, part);
+        }
+        let refs: Vec<&[u8]> = all.chunks_exact(r.len).collect();
         let res = lanai_coll::fold_canonical(&refs, r.op.as_ref())
             .map_err(|e| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string()))?;
         r.out.write(&res);

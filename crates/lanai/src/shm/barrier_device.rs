@@ -21,6 +21,10 @@ const LINE: usize = 64;
 const RECORD: usize = 16;
 /// Bytes of one data slot: the largest reduction the device carries.
 pub const DATA_MAX: usize = 256;
+/// Contributions this small ride in the input's own cache line (two
+/// halves for the two generation parities), so a reader that sees the
+/// input move already holds the data: one line transfer instead of two.
+const INLINE_MAX: usize = 24;
 
 /// Bytes the device needs for `local_size` ranks and `channels` channels.
 pub fn device_len(local_size: usize, channels: usize) -> usize {
@@ -189,17 +193,23 @@ impl Channel<'_> {
         self.seg.atomic_u32(self.off + (2 + i) * LINE)
     }
 
-    /// Byte offset of input `i`'s data slot for generation `gen`.
-    fn slot(&self, i: usize, gen: u32) -> usize {
+    /// Byte offset of input `i`'s data slot for generation `gen`, for a
+    /// contribution of `len` bytes.
+    fn slot(&self, i: usize, gen: u32, len: usize) -> usize {
         let i = i.min(self.local_size - 1);
-        self.off + (2 + self.local_size) * LINE + (i * 2 + (gen % 2) as usize) * DATA_MAX
+        let parity = (gen % 2) as usize;
+        if len <= INLINE_MAX {
+            self.off + (2 + i) * LINE + 8 + parity * INLINE_MAX
+        } else {
+            self.off + (2 + self.local_size) * LINE + (i * 2 + parity) * DATA_MAX
+        }
     }
 
     /// Writes this rank's contribution to generation `gen`, before it sets
     /// its input (whose release store publishes the bytes).
     pub fn put_data(&self, me: usize, gen: u32, data: &[u8]) {
-        let off = self.slot(me, gen);
-        assert!(data.len() <= DATA_MAX && off + DATA_MAX <= self.seg.len());
+        let off = self.slot(me, gen, data.len());
+        assert!(data.len() <= DATA_MAX && off + data.len() <= self.seg.len());
         // SAFETY: the slot lies inside the mapping (checked); no other rank
         // touches it until this rank's input says `gen`, and the rank that
         // wrote it last (generation gen - 2) is read by nobody any more.
@@ -211,8 +221,8 @@ impl Channel<'_> {
     /// Reads input `i`'s contribution to generation `gen` (after seeing its
     /// input reach `gen`, whose acquire load orders this read).
     pub fn get_data(&self, i: usize, gen: u32, out: &mut [u8]) {
-        let off = self.slot(i, gen);
-        assert!(out.len() <= DATA_MAX && off + DATA_MAX <= self.seg.len());
+        let off = self.slot(i, gen, out.len());
+        assert!(out.len() <= DATA_MAX && off + out.len() <= self.seg.len());
         // SAFETY: inside the mapping (checked); its writer finished before
         // publishing its input, and will not write it again before this
         // rank has arrived at the next generation.
@@ -363,6 +373,37 @@ mod tests {
         d.release(ch);
         assert_eq!(d.claim(6), Some(ch));
         assert_eq!(d.channel(ch).output(), 41);
+    }
+
+    #[test]
+    fn data_slots_keep_ranks_and_parities_apart() {
+        let (seg, _) = segment(3, 2);
+        let d = Device::new(&seg, 0, 3, 2).unwrap();
+        let (x, y) = (d.channel(0), d.channel(1));
+        // Inline (small) and separate (large) slots, both parities.
+        for len in [8usize, INLINE_MAX, INLINE_MAX + 1, DATA_MAX] {
+            for gen in [6u32, 7] {
+                for i in 0..3 {
+                    x.put_data(i, gen, &vec![(i as u8) * 16 + gen as u8; len]);
+                }
+            }
+            x.set_input(1, 7);
+            for gen in [6u32, 7] {
+                for i in 0..3 {
+                    let mut got = vec![0u8; len];
+                    x.get_data(i, gen, &mut got);
+                    assert!(
+                        got.iter().all(|&b| b == (i as u8) * 16 + gen as u8),
+                        "len {len}"
+                    );
+                }
+            }
+            // The data never clobbers the input word or another channel.
+            assert_eq!(x.input(1), 7);
+            let mut other = vec![1u8; len];
+            y.get_data(0, 6, &mut other);
+            assert!(other.iter().all(|&b| b == 0));
+        }
     }
 
     #[test]

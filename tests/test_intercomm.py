@@ -13,7 +13,7 @@ import pytest
 import harness
 from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
 
-NAMES = ["intercomm", "intercomm_more", "intercomm_split"]
+NAMES = ["intercomm", "intercomm_more", "intercomm_split", "intercomm_groups"]
 
 if harness.QUICK:
     SHAPES = [(2, 1), (3, 2), (4, 3)]

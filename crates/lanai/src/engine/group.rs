@@ -36,6 +36,11 @@ impl Group {
         self.members.len() as u32
     }
 
+    /// World rank of group rank `r`, if it is one.
+    pub fn member(&self, r: u32) -> Option<u32> {
+        self.members.get(r as usize).copied()
+    }
+
     /// Group rank of world rank `w`, if it is a member.
     pub fn rank_of(&self, w: u32) -> Option<u32> {
         self.members.iter().position(|&m| m == w).map(|p| p as u32)

@@ -3,13 +3,15 @@
 //!
 //! The new communicator's table slot and handle exist from the start (MPI
 //! forbids using it before the request completes); its context id is filled
-//! in when the AND allreduce of free-slot masks finishes. Meanwhile the
-//! slots this process offered are held back from every other agreement, so
+//! in when the AND allreduce of free-slot masks finishes. Each round offers
+//! the free slots in a window every member computes alike (from the
+//! parent's context, the sequence number and the round), so what members
+//! offer depends on their free slots, never on timing. The slots offered
+//! are held back from every other agreement until the round ends, so
 //! concurrent creations sharing a process can never pick the same id. When
-//! the offers of concurrent agreements leave no common slot, every member
-//! sees the same empty result and the agreement runs another round, under a
-//! sequence number derived from the first round's so it never collides with
-//! a collective the program starts meanwhile.
+//! no slot is common, every member sees the same empty result and the
+//! agreement runs another round, under a sequence number derived from the
+//! first round's so it never collides with a collective started meanwhile.
 
 use super::comm::{lowest_free, Capture, Slot, AGREEMENT_ROUNDS};
 use super::error::{MpiError, MpiResult};

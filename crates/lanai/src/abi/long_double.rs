@@ -65,40 +65,31 @@ impl LongDouble {
 fn arith(a: &[u8], b: &[u8], out: &mut [u8], which: Arith) {
     assert!(a.len() >= 10 && b.len() >= 10 && out.len() >= 10);
     let (pa, pb, po) = (a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
-    // SAFETY: each pointer covers at least the 10 bytes an 80-bit load or
-    // store touches (checked above); the x87 stack is left as found (two
-    // loads, one pop by the arithmetic, one pop by the store).
-    unsafe {
-        match which {
-            Arith::Add => asm!(
-                "fld tbyte ptr [{a}]",
-                "fld tbyte ptr [{b}]",
-                "faddp st(1), st",
-                "fstp tbyte ptr [{o}]",
-                a = in(reg) pa, b = in(reg) pb, o = in(reg) po,
-                out("st(0)") _, out("st(1)") _,
-                options(nostack),
-            ),
-            Arith::Mul => asm!(
-                "fld tbyte ptr [{a}]",
-                "fld tbyte ptr [{b}]",
-                "fmulp st(1), st",
-                "fstp tbyte ptr [{o}]",
-                a = in(reg) pa, b = in(reg) pb, o = in(reg) po,
-                out("st(0)") _, out("st(1)") _,
-                options(nostack),
-            ),
-            // st(1) = a, st(0) = b: fsubp computes st(1) - st(0) = a - b.
-            Arith::Sub => asm!(
-                "fld tbyte ptr [{a}]",
-                "fld tbyte ptr [{b}]",
-                "fsubp st(1), st",
-                "fstp tbyte ptr [{o}]",
-                a = in(reg) pa, b = in(reg) pb, o = in(reg) po,
-                out("st(0)") _, out("st(1)") _,
-                options(nostack),
-            ),
-        }
+    // One x87 instruction combines st(1) = a with st(0) = b and pops.
+    macro_rules! x87 {
+        ($op:literal) => {
+            // SAFETY: each pointer covers at least the 10 bytes an 80-bit
+            // load or store touches (checked above); the x87 stack is left
+            // as found (two loads, one pop by the arithmetic, one by the
+            // store).
+            unsafe {
+                asm!(
+                    "fld tbyte ptr [{a}]",
+                    "fld tbyte ptr [{b}]",
+                    $op,
+                    "fstp tbyte ptr [{o}]",
+                    a = in(reg) pa, b = in(reg) pb, o = in(reg) po,
+                    out("st(0)") _, out("st(1)") _,
+                    options(nostack),
+                )
+            }
+        };
+    }
+    match which {
+        Arith::Add => x87!("faddp st(1), st"),
+        Arith::Mul => x87!("fmulp st(1), st"),
+        // fsubp computes st(1) - st(0), that is a - b.
+        Arith::Sub => x87!("fsubp st(1), st"),
     }
 }
 

@@ -451,27 +451,6 @@ impl Engine {
         self.start_coll(comm, Box::new(m), out)
     }
 
-    pub fn allreduce(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: UserBuf,
-        op: Combiner,
-    ) -> MpiResult<()> {
-        let req = self.start_allreduce(comm, data, out, op, true)?;
-        self.finish_coll(req)
-    }
-
-    pub fn iallreduce(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: UserBuf,
-        op: Combiner,
-    ) -> MpiResult<usize> {
-        self.start_allreduce(comm, data, out, op, false)
-    }
-
     /// Small allreduces on one node go through the barrier device's data
     /// slots (`LANAI_ALLREDUCE=auto`); the rest through the machines.
     /// `blocking`: the caller waits for the result at once (`MPI_Allreduce`),

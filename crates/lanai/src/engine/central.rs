@@ -104,6 +104,10 @@ pub struct CentralOp {
     /// A small allreduce riding on the barrier: every rank's contribution
     /// sits in its data slot, and each folds them all when the barrier is out.
     reduce: Option<SmallReduce>,
+    /// This rank's contribution, written to its slot when it arrives: not
+    /// before, since the slot of generation g + 2 is the slot of g, which
+    /// other ranks may still be reading.
+    data: Option<Vec<u8>>,
 }
 
 /// The reduction part of a device allreduce.
@@ -356,16 +360,10 @@ impl Engine {
         };
         setup.gen = setup.gen.wrapping_add(1);
         let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
-        let (me, gen, chan) = (setup.me, setup.gen, setup.chan);
-        let reduce = match (reduce, chan) {
-            (Some((data, r)), Some(ch)) => {
-                let device = self.net.shm.as_ref().and_then(|s| s.device());
-                let device = device.ok_or_else(|| MpiError::internal("barrier device vanished"))?;
-                // Published by this rank's input store when it arrives.
-                device.channel(ch).put_data(me, gen, data);
-                Some(r)
-            }
-            _ => None,
+        let chan = setup.chan;
+        let (reduce, data) = match (reduce, chan) {
+            (Some((data, r)), Some(_)) => (Some(r), Some(data.to_vec())),
+            _ => (None, None),
         };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.central.push(CentralOp {
@@ -375,6 +373,7 @@ impl Engine {
             seq,
             tree_req: None,
             reduce,
+            data,
         });
         self.drive_central()?;
         Ok(req)
@@ -385,6 +384,20 @@ impl Engine {
         let mut did = false;
         let mut i = 0;
         while i < self.st.colls.central.len() {
+            // One communicator's device operations run in order: a rank
+            // arrives at generation g + 1 only after it has finished g (and
+            // read g's data), which is what makes two data slots enough.
+            let (comm_i, gen_i) = {
+                let op = &self.st.colls.central[i];
+                (op.comm, op.dev.generation())
+            };
+            let earlier = self.st.colls.central.iter().any(|o| {
+                o.comm == comm_i && (o.dev.generation().wrapping_sub(gen_i) as i32) < 0
+            });
+            if earlier {
+                i += 1;
+                continue;
+            }
             let action = {
                 let op = &mut self.st.colls.central[i];
                 let Central::Active(setup) = &self.comms.get(op.comm)?.central else {
@@ -402,6 +415,9 @@ impl Engine {
                             .and_then(|s| s.device())
                             .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
                         let w = dev.channel(ch);
+                        if let Some(d) = op.data.take() {
+                            w.put_data(setup.me, op.dev.generation(), &d);
+                        }
                         match tree_done {
                             Some(true) => op.dev.release(&w),
                             _ => op.dev.poll(&w, &setup.members),

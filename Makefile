@@ -18,7 +18,7 @@ build:
 	ln -sf libmpi.so.12 build/lib/libmpi.so
 	ln -sf libmpi.so.12 build/lib/libmpich.so
 	install -m 644 include/mpi.h build/include/mpi.h
-	install -m 755 $(OUT)/lanairun $(OUT)/lanaicc $(OUT)/lanai-info $(OUT)/lanai-devbench build/bin/
+	install -m 755 $(OUT)/lanairun $(OUT)/lanaicc $(OUT)/lanai-info $(OUT)/lanai-devbench $(OUT)/lanai-engine build/bin/
 	install -m 755 eval/lanai-eval build/bin/lanai-eval
 	ln -sf lanairun build/bin/mpiexec
 	ln -sf lanairun build/bin/mpirun

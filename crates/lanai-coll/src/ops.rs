@@ -163,6 +163,11 @@ pub trait Combine {
     fn elem_size(&self) -> Option<usize> {
         None
     }
+    /// The predefined operation this is, if any: what a process that cannot
+    /// call the user's code (the offload engine) needs to apply it itself.
+    fn predefined(&self) -> Option<Predefined> {
+        None
+    }
 }
 
 /// A predefined operation on a predefined element kind.
@@ -193,6 +198,9 @@ impl Combine for Predefined {
     fn elem_size(&self) -> Option<usize> {
         Some(self.elem.size())
     }
+    fn predefined(&self) -> Option<Predefined> {
+        Some(*self)
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for &T {
@@ -204,6 +212,9 @@ impl<T: Combine + ?Sized> Combine for &T {
     }
     fn elem_size(&self) -> Option<usize> {
         (**self).elem_size()
+    }
+    fn predefined(&self) -> Option<Predefined> {
+        (**self).predefined()
     }
 }
 
@@ -217,6 +228,9 @@ impl<T: Combine + ?Sized> Combine for Box<T> {
     fn elem_size(&self) -> Option<usize> {
         (**self).elem_size()
     }
+    fn predefined(&self) -> Option<Predefined> {
+        (**self).predefined()
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for Arc<T> {
@@ -228,6 +242,9 @@ impl<T: Combine + ?Sized> Combine for Arc<T> {
     }
     fn elem_size(&self) -> Option<usize> {
         (**self).elem_size()
+    }
+    fn predefined(&self) -> Option<Predefined> {
+        (**self).predefined()
     }
 }
 

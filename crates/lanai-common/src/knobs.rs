@@ -42,6 +42,9 @@ knobs! {
     BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto (binomial; scatter_allgather for large messages), binomial, scatter_allgather");
     REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
     ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");
+    OFFLOAD = ("LANAI_OFFLOAD", "none", "Collectives the per-node offload engine (lanai-engine) runs: none, all, or a comma list of barrier, reduce, allreduce, bcast (blocking and nonblocking alike; predefined operations, up to 64 KiB)");
+    OFFLOAD_POOL = ("LANAI_OFFLOAD_POOL", "1048576", "Bytes of early messages from other nodes an offload engine keeps; beyond that it sends them back and the sender retries later");
+    ENGINE_PATH = ("LANAI_ENGINE_PATH", "auto", "The lanai-engine program: 'auto' (bin/lanai-engine beside the library's lib/ directory, else on PATH) or a path");
     BIND = ("LANAI_BIND", "none", "lanairun: 'core' pins rank i to the i-th available core when ranks do not outnumber cores; 'none' leaves placement to the kernel (measured faster on this 2-core VM when it is otherwise idle)");
     CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
 }

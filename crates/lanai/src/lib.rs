@@ -7,4 +7,5 @@
 
 pub mod abi;
 pub mod engine;
+pub mod offload;
 pub mod shm;

@@ -4,6 +4,7 @@
 
 use super::comm::RankMap;
 use super::error::{MpiError, MpiResult};
+use super::offload::Offered;
 use super::request::{Op, Status};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
@@ -53,7 +54,7 @@ impl CollOut {
     }
 
     /// Copies `res` out (see `place`).
-    fn deliver(&self, res: &[u8]) {
+    pub(super) fn deliver(&self, res: &[u8]) {
         match &self.pieces {
             None => {
                 self.buf.write(res);
@@ -397,6 +398,9 @@ impl Engine {
             self.st.reqs.complete(req, coll_status());
             return Ok(req);
         }
+        if let Some(req) = self.try_offload(comm, Offered::Barrier)? {
+            return Ok(req);
+        }
         if let Some(req) = self.central_barrier(comm)? {
             return Ok(req);
         }
@@ -413,6 +417,9 @@ impl Engine {
 
     /// Broadcast of `buf` from `root`; non-roots' `buf` is written at completion.
     pub fn ibcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<usize> {
+        if let Some(req) = self.try_offload(comm, Offered::Bcast { buf, root })? {
+            return Ok(req);
+        }
         let (rank, size) = self.rank_size(comm)?;
         let data = if rank == root {
             buf.as_slice().to_vec()
@@ -446,6 +453,15 @@ impl Engine {
         root: u32,
         op: Combiner,
     ) -> MpiResult<usize> {
+        let offered = Offered::Reduce {
+            data: &data,
+            out,
+            root,
+            op: &op,
+        };
+        if let Some(req) = self.try_offload(comm, offered)? {
+            return Ok(req);
+        }
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Reduce::new(rank, size, root, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
@@ -463,6 +479,14 @@ impl Engine {
         op: Combiner,
         blocking: bool,
     ) -> MpiResult<usize> {
+        let offered = Offered::Allreduce {
+            data: &data,
+            out,
+            op: &op,
+        };
+        if let Some(req) = self.try_offload(comm, offered)? {
+            return Ok(req);
+        }
         let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
             match self.central_allreduce(comm, &data, out, op, blocking)? {
                 Ok(req) => return Ok(req),

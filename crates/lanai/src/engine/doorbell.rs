@@ -28,9 +28,13 @@ impl Doorbell {
 
     /// Wakes `rank`. A full socket buffer means it is being woken already.
     pub fn ring(&self, rank: u32) {
-        if let Ok(addr) =
-            SocketAddr::from_abstract_name(format!("{}{rank}", self.prefix).as_bytes())
-        {
+        self.ring_at(&self.prefix, rank);
+    }
+
+    /// Wakes whoever bound `\0<prefix><id>` (ranks ring their node's
+    /// offload engine this way, and it rings them back).
+    pub fn ring_at(&self, prefix: &str, id: u32) {
+        if let Ok(addr) = SocketAddr::from_abstract_name(format!("{prefix}{id}").as_bytes()) {
             let _ = self.sock.send_to_addr(&[1], &addr);
         }
     }

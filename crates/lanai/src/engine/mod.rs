@@ -15,6 +15,7 @@ pub mod group;
 pub mod intercomm;
 pub mod matching;
 pub mod net;
+pub mod offload;
 mod p2p;
 mod persistent;
 mod progress;
@@ -44,6 +45,8 @@ pub struct Settings {
     pub debug: bool,
     pub static_connect: bool,
     pub algos: coll::Algorithms,
+    /// Collectives `LANAI_OFFLOAD` hands to the node's engine.
+    pub offload: offload::OffloadSet,
 }
 
 /// How long a waiting rank polls before it sleeps.
@@ -69,6 +72,8 @@ pub struct Engine {
     pub bsend_buffer: Option<(usize, usize)>,
     /// Messages taken by `MPI_Mprobe`/`MPI_Improbe`, by message handle slot.
     pub probed: Vec<Option<Unexpected>>,
+    /// The node's offload engine, when collectives go there.
+    pub offload: Option<offload::Offload>,
     tick: u32,
     last_liveness: Instant,
 }
@@ -112,7 +117,15 @@ impl Engine {
         } else {
             local.len()
         };
-        let oversubscribed = ranks_here > cores();
+        let offload_set =
+            offload::OffloadSet::parse(&knobs::get(&knobs::OFFLOAD)).map_err(MpiError::other)?;
+        // An engine needs a core too, or a spinning rank starves it.
+        let engines_here = match (offload_set.any() && job.size > 1, job.single_host) {
+            (false, _) => 0,
+            (true, true) => job.node_count(),
+            (true, false) => 1,
+        };
+        let oversubscribed = ranks_here + engines_here > cores();
         let settings = Settings {
             eager_limit: knobs::get_usize(&knobs::EAGER_LIMIT).map_err(MpiError::other)?,
             single_copy: match knobs::get(&knobs::SINGLE_COPY).as_str() {
@@ -144,6 +157,7 @@ impl Engine {
                 }
             },
             algos: coll::Algorithms::from_knobs()?,
+            offload: offload_set,
         };
         let routes = (0..job.size)
             .map(|r| {
@@ -176,13 +190,22 @@ impl Engine {
             node.init();
             net.shm = Some(node);
         }
-        if local.len() > 1 {
+        // The engine rings ranks through the doorbell, even a node's only rank.
+        let want_offload = settings.offload.any() && pmi.is_some() && job.size > 1;
+        if local.len() > 1 || want_offload {
             let d = doorbell::Doorbell::bind(&job.name_prefix(), job.rank)
                 .map_err(|e| MpiError::other(format!("cannot create wake-up socket: {e}")))?;
             net.doorbell = Some(d);
         }
         let mut secret = Vec::new();
+        let mut engine = None;
         if let Some(p) = pmi.as_mut() {
+            if want_offload && my_local == 0 {
+                let spin_us = if settings.oversubscribed { 0 } else { 50 };
+                let started = offload::start(&job, tcp_bind_ip(&job)?, spin_us);
+                offload::publish(p, job.my_node(), &started)?;
+                engine = Some(started);
+            }
             if multi_node {
                 bootstrap::secret_before_barrier(p, job.rank)?;
                 // The real secret arrives after the barrier; see set_secret.
@@ -200,7 +223,7 @@ impl Engine {
             }
         }
         if let Some(tcp) = net.tcp.as_mut() {
-            tcp.set_secret(secret)
+            tcp.set_secret(secret.clone())
                 .map_err(|e| MpiError::other(format!("TCP transport: {e}")))?;
         }
         if local.len() > 1 {
@@ -221,6 +244,12 @@ impl Engine {
                 }
             }
         }
+        let offload = match pmi.as_mut() {
+            Some(p) if want_offload => {
+                offload::connect(p, &job, settings.offload, &secret, engine)?
+            }
+            _ => None,
+        };
         if let (Some(tcp), Some(d)) = (net.tcp.as_mut(), net.doorbell.as_ref()) {
             tcp.add_wake_fd(d.fd())
                 .map_err(|e| MpiError::other(format!("cannot watch wake-up socket: {e}")))?;
@@ -235,6 +264,7 @@ impl Engine {
             settings,
             bsend_buffer: None,
             probed: Vec::new(),
+            offload,
             tick: 0,
             last_liveness: Instant::now(),
         };
@@ -264,16 +294,7 @@ impl Engine {
     }
 
     fn open_tcp(job: &JobInfo, settings: &Settings, secret: Vec<u8>) -> MpiResult<TcpTransport> {
-        let knob = knobs::get(&knobs::TCP_ADDR);
-        let ip: std::net::IpAddr = if knob != "auto" {
-            knob.parse().map_err(|_| {
-                MpiError::other(format!("LANAI_TCP_ADDR={knob:?} is not an IP address"))
-            })?
-        } else if job.single_host {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            host_ip().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into())
-        };
+        let ip = tcp_bind_ip(job)?;
         let mut cfg = lanai_tcp::Config::new(job.rank, job.size, secret);
         cfg.bind_ip = ip;
         cfg.log = settings.debug;
@@ -347,6 +368,7 @@ impl Engine {
     /// flush TCP and say goodbye to PMI.
     pub fn finalize(&mut self) -> MpiResult<()> {
         self.barrier(comm::WORLD)?;
+        self.offload_finish()?;
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_finished();
         }
@@ -409,6 +431,19 @@ pub fn proc_null_status() -> Status {
         count: 0,
         cancelled: false,
     }
+}
+
+/// The interface TCP listeners (ranks' and engines') bind to.
+fn tcp_bind_ip(job: &JobInfo) -> MpiResult<std::net::IpAddr> {
+    let knob = knobs::get(&knobs::TCP_ADDR);
+    Ok(if knob != "auto" {
+        knob.parse()
+            .map_err(|_| MpiError::other(format!("LANAI_TCP_ADDR={knob:?} is not an IP address")))?
+    } else if job.single_host {
+        std::net::Ipv4Addr::LOCALHOST.into()
+    } else {
+        host_ip().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into())
+    })
 }
 
 /// This host's address for a job that spans hosts.

@@ -80,6 +80,9 @@ impl Engine {
         if !self.st.inter_ops.is_empty() {
             did |= self.drive_inter_ops()?;
         }
+        if self.offload.as_ref().is_some_and(|o| o.busy()) {
+            did |= self.drive_offload()?;
+        }
         Ok(did)
     }
 
@@ -105,6 +108,9 @@ impl Engine {
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(true);
         }
+        if let Some(o) = self.offload.as_ref() {
+            o.set_sleeping(true);
+        }
         // Device barriers in flight raise their output (and ring us) only
         // for announced sleepers.
         let announced = self.central_announce();
@@ -119,6 +125,9 @@ impl Engine {
                 if let Err(e) = r {
                     if let Some(shm) = self.net.shm.as_ref() {
                         shm.set_sleeping(false);
+                    }
+                    if let Some(o) = self.offload.as_ref() {
+                        o.set_sleeping(false);
                     }
                     self.central_retire(&announced);
                     return Err(self.lost_peer(e));
@@ -143,6 +152,9 @@ impl Engine {
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(false);
         }
+        if let Some(o) = self.offload.as_ref() {
+            o.set_sleeping(false);
+        }
         self.central_retire(&announced);
         self.check_liveness()
     }
@@ -153,6 +165,9 @@ impl Engine {
             return Ok(());
         }
         self.last_liveness = Instant::now();
+        if let Some(why) = self.offload.as_mut().and_then(|o| o.engine_died()) {
+            return Err(MpiError::peer_lost(why));
+        }
         if let Some(shm) = self.net.shm.as_ref() {
             for i in 0..shm.local_size() {
                 let pid = shm.peer_pid(i);

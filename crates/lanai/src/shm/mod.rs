@@ -6,6 +6,7 @@
 
 pub mod barrier_device;
 pub mod cma;
+pub mod engine_seg;
 pub mod ring;
 pub mod segment;
 

@@ -1,0 +1,485 @@
+//! The `lanai-engine` process: one per node. It maps the node's engine
+//! segment, takes the ranks' descriptors, runs [`Core`], talks to the other
+//! nodes' engines over authenticated TCP, and writes completions back.
+//!
+//! Start-up, driven by the node's first rank (see `client::spawn`):
+//! 1. `lanai-engine --segment S --node N --nodes K --prefix P [--bind IP]`;
+//! 2. the engine maps S, binds its doorbell (and a TCP listener when K > 1),
+//!    publishes the listener's address in S and sets the state to ready;
+//! 3. it reads one line on stdin, `go <secret> <node_of> <addrs>` (node of
+//!    every world rank, comma-separated; every engine's address), or
+//!    anything else to give up;
+//! 4. it serves until every local rank has detached, and exits at once if a
+//!    local rank dies without detaching.
+
+use super::core::{Core, Header, Transmit};
+use super::desc::Desc;
+use crate::engine::doorbell::Doorbell;
+use crate::shm::engine_seg::{self as es, EngineSeg};
+use lanai_common::knobs;
+use lanai_tcp::TcpTransport;
+use lanai_wire::envelope::{Envelope, Kind};
+use std::io::BufRead;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Envelope flag on an engine message: it is one of yours, coming back.
+const BOUNCE: u8 = 1;
+/// How often a sleeping engine checks that its ranks are alive.
+const LIVENESS: Duration = Duration::from_millis(100);
+
+#[derive(Debug)]
+struct Args {
+    segment: String,
+    node: u32,
+    nodes: u32,
+    prefix: String,
+    bind: std::net::IpAddr,
+    /// How long an idle engine keeps polling before it sleeps: none when
+    /// processes outnumber cores, where a polling engine only delays the
+    /// ranks (and itself: a woken sleeper preempts, a poller waits its turn).
+    spin: Duration,
+}
+
+fn parse_args(argv: &[String]) -> Result<Args, String> {
+    let get = |flag: &str| -> Option<String> {
+        argv.iter()
+            .position(|a| a == flag)
+            .and_then(|i| argv.get(i + 1).cloned())
+    };
+    let need = |v: Option<String>, f: &str| v.ok_or_else(|| format!("missing {f}"));
+    let segment = need(get("--segment"), "--segment")?;
+    let node = need(get("--node"), "--node")?
+        .parse()
+        .map_err(|_| "bad --node".to_string())?;
+    let nodes = need(get("--nodes"), "--nodes")?
+        .parse()
+        .map_err(|_| "bad --nodes".to_string())?;
+    let prefix = need(get("--prefix"), "--prefix")?;
+    let bind = get("--bind")
+        .unwrap_or_else(|| "127.0.0.1".into())
+        .parse()
+        .map_err(|_| "bad --bind".to_string())?;
+    let spin = get("--spin-us")
+        .unwrap_or_else(|| "0".into())
+        .parse()
+        .map_err(|_| "bad --spin-us".to_string())?;
+    Ok(Args {
+        segment,
+        node,
+        nodes,
+        prefix,
+        bind,
+        spin: Duration::from_micros(spin),
+    })
+}
+
+/// The doorbell name prefix of node engines of the job with rank prefix `p`.
+pub fn engine_prefix(p: &str) -> String {
+    format!("{p}engine-")
+}
+
+/// Closes descriptors inherited from the rank (the PMI socket above all:
+/// the launcher must see it close when the rank exits).
+fn close_inherited() {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        let _ = nix::unistd::close(fd);
+    }
+}
+
+/// Runs the engine; returns the process exit status.
+pub fn run(argv: &[String]) -> i32 {
+    close_inherited();
+    let args = match parse_args(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            lanai_common::say!("lanai-engine: {e}");
+            return 2;
+        }
+    };
+    match serve(&args) {
+        Ok(()) => 0,
+        Err(e) => {
+            lanai_common::say!("lanai-engine: node {}: {e}", args.node);
+            1
+        }
+    }
+}
+
+struct Config {
+    secret: Vec<u8>,
+    node_of: Vec<u32>,
+    addrs: Vec<String>,
+}
+
+fn read_config() -> Result<Option<Config>, String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("reading start-up line: {e}"))?;
+    let mut it = line.split_whitespace();
+    if it.next() != Some("go") {
+        return Ok(None);
+    }
+    let (Some(secret), Some(nodes), addrs) = (it.next(), it.next(), it.next()) else {
+        return Err("short start-up line".into());
+    };
+    let node_of = nodes
+        .split(',')
+        .map(|x| x.parse().map_err(|_| format!("bad node list {nodes:?}")))
+        .collect::<Result<Vec<u32>, _>>()?;
+    Ok(Some(Config {
+        secret: format!("{secret}:engine").into_bytes(),
+        node_of,
+        addrs: addrs
+            .map(|a| a.split(',').map(str::to_string).collect())
+            .unwrap_or_default(),
+    }))
+}
+
+fn serve(a: &Args) -> Result<(), String> {
+    let seg = EngineSeg::open(&a.segment)?;
+    seg.engine_pid()
+        .store(std::process::id(), Ordering::Release);
+    let eprefix = engine_prefix(&a.prefix);
+    let bell = Doorbell::bind(&eprefix, a.node).map_err(|e| format!("doorbell: {e}"))?;
+    let mut tcp = if a.nodes > 1 {
+        let mut junk = vec![0u8; 32];
+        getrandom::getrandom(&mut junk).map_err(|e| e.to_string())?;
+        let mut cfg = lanai_tcp::Config::new(a.node, a.nodes, junk);
+        cfg.bind_ip = a.bind;
+        let t = TcpTransport::bind(cfg).map_err(|e| format!("TCP listener: {e}"))?;
+        seg.set_addr(&t.local_addr().to_string());
+        Some(t)
+    } else {
+        None
+    };
+    seg.state().store(es::ENGINE_READY, Ordering::Release);
+    if seg.attached().fetch_add(1, Ordering::AcqRel) + 1 == seg.local_size() as u32 + 1 {
+        let _ = crate::shm::Segment::unlink(&a.segment);
+    }
+    let Some(cfg) = read_config()? else {
+        // The job decided against offload (another node's engine failed).
+        return Ok(());
+    };
+    if let Some(t) = tcp.as_mut() {
+        t.set_secret(cfg.secret.clone())
+            .map_err(|e| format!("TCP: {e}"))?;
+        for (n, addr) in cfg.addrs.iter().enumerate() {
+            let addr = addr
+                .parse()
+                .map_err(|_| format!("bad engine address {addr:?}"))?;
+            t.set_peer_addr(n as u32, addr);
+        }
+        t.add_wake_fd(bell.fd()).map_err(|e| format!("TCP: {e}"))?;
+    }
+    let local_world: Vec<u32> = (0..cfg.node_of.len() as u32)
+        .filter(|&w| cfg.node_of[w as usize] == a.node)
+        .collect();
+    if local_world.len() != seg.local_size() {
+        return Err(format!(
+            "{} local ranks in the job but {} in the segment",
+            local_world.len(),
+            seg.local_size()
+        ));
+    }
+    let pool = knobs::get_usize(&knobs::OFFLOAD_POOL)?;
+    let mut srv = Server {
+        core: Core::new(a.node, cfg.node_of, local_world, pool),
+        seg,
+        bell,
+        prefix: a.prefix.clone(),
+        tcp,
+        seen: Vec::new(),
+        epoch: Instant::now(),
+        spin: a.spin,
+    };
+    srv.seen = vec![0; srv.seg.local_size()];
+    let r = srv.serve_loop();
+    if knobs::get_bool(&knobs::STATS) {
+        let s = srv.core.stats();
+        lanai_common::say!(
+            "lanai: stats engine node {}: descriptors {} unexpected {} retries {} bounced {} max in flight {}",
+            a.node, s.descriptors, s.unexpected, s.retries, s.bounced, s.max_in_flight
+        );
+    }
+    if let Some(t) = srv.tcp.as_mut() {
+        // Goodbyes, so the other engines read our leaving as orderly.
+        let _ = t.shutdown(Duration::from_secs(5), &mut |_, _, _| {});
+    }
+    r
+}
+
+struct Server {
+    core: Core,
+    seg: EngineSeg,
+    bell: Doorbell,
+    /// Doorbell prefix of the job's ranks.
+    prefix: String,
+    tcp: Option<TcpTransport>,
+    /// Descriptors taken so far, per local rank.
+    seen: Vec<u32>,
+    epoch: Instant,
+    spin: Duration,
+}
+
+enum Exit {
+    Done,
+    RankDied(usize, u32),
+}
+
+impl Server {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    fn serve_loop(&mut self) -> Result<(), String> {
+        let mut idle_since: Option<Instant> = None;
+        let mut last_check = Instant::now();
+        loop {
+            if self.pass(false)? {
+                idle_since = None;
+                continue;
+            }
+            if last_check.elapsed() >= LIVENESS {
+                last_check = Instant::now();
+                match self.check_ranks() {
+                    Some(Exit::Done) => return Ok(()),
+                    Some(Exit::RankDied(i, pid)) => {
+                        return Err(format!("local rank {i} (pid {pid}) died; exiting"))
+                    }
+                    None => {}
+                }
+            }
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < self.spin {
+                std::thread::yield_now();
+                continue;
+            }
+            self.sleep()?;
+            idle_since = None;
+        }
+    }
+
+    /// One look at everything; true if anything happened.
+    fn pass(&mut self, block: bool) -> Result<bool, String> {
+        let mut did = self.take_descriptors();
+        did |= self.poll_tcp(if block {
+            Some(self.sleep_for())
+        } else {
+            Some(Duration::ZERO)
+        })?;
+        let now = self.now();
+        if self.core.poll_timeout().is_some_and(|t| t <= now) {
+            self.core.handle_timeout(now);
+        }
+        did |= self.flush()?;
+        Ok(did)
+    }
+
+    fn sleep_for(&self) -> Duration {
+        let cap = LIVENESS;
+        match self.core.poll_timeout() {
+            Some(t) => Duration::from_micros(t.saturating_sub(self.now())).min(cap),
+            None => cap,
+        }
+    }
+
+    fn sleep(&mut self) -> Result<(), String> {
+        self.seg.engine_sleeping().store(1, Ordering::SeqCst);
+        // A descriptor posted before the flag was seen by its rank is here.
+        let busy = self.take_descriptors();
+        if !busy {
+            if self.tcp.is_some() {
+                self.pass(true)?;
+            } else {
+                let mut fds = [nix::poll::PollFd::new(
+                    self.bell.fd(),
+                    nix::poll::PollFlags::POLLIN,
+                )];
+                let ms = self.sleep_for().as_millis().min(1000) as u16;
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
+            }
+        } else {
+            self.flush()?;
+        }
+        self.seg.engine_sleeping().store(0, Ordering::SeqCst);
+        self.bell.drain();
+        Ok(())
+    }
+
+    /// Clean exit once every rank detached; a rank gone without detaching
+    /// means the job is failing, and nothing we hold matters any more.
+    fn check_ranks(&self) -> Option<Exit> {
+        let n = self.seg.local_size();
+        let mut detached = 0;
+        for i in 0..n {
+            if self.seg.detached(i).load(Ordering::Acquire) != 0 {
+                detached += 1;
+                continue;
+            }
+            let pid = self.seg.pid(i).load(Ordering::Acquire);
+            if pid != 0
+                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None)
+                    == Err(nix::Error::ESRCH)
+            {
+                return Some(Exit::RankDied(i, pid));
+            }
+        }
+        (detached == n).then_some(Exit::Done)
+    }
+
+    /// Takes newly posted descriptors, each rank's in the order it posted.
+    fn take_descriptors(&mut self) -> bool {
+        let mut did = false;
+        for i in 0..self.seg.local_size() {
+            let posted = self.seg.posted(i).load(Ordering::Acquire);
+            if posted == self.seen[i] {
+                continue;
+            }
+            did = true;
+            let mut found = Vec::new();
+            for s in 0..self.seg.slots() {
+                if self.seg.slot_state(i, s).load(Ordering::Acquire) == es::SLOT_POSTED {
+                    found.push((s, self.seg.read_desc(i, s)));
+                }
+            }
+            // Post numbers count up from `seen`; a wrap is far away but
+            // ordering by distance handles it.
+            let base = self.seen[i];
+            let mut descs: Vec<(usize, Result<Desc, String>, u32)> = found
+                .iter()
+                .map(|(s, raw)| {
+                    let d = Desc::decode(raw).map_err(|e| e.to_string());
+                    let no = d.as_ref().map_or(0, |d| d.post_no.wrapping_sub(base));
+                    (*s, d, no)
+                })
+                .collect();
+            descs.sort_by_key(|d| d.2);
+            for (s, d, _) in descs {
+                self.seen[i] = self.seen[i].wrapping_add(1);
+                self.seg
+                    .slot_state(i, s)
+                    .store(es::SLOT_TAKEN, Ordering::Release);
+                match d {
+                    Ok(d) if (d.len as usize) <= self.seg.slot_bytes() => {
+                        let data = self.seg.read_data(i, s, d.input_len());
+                        self.core.post(i, s, &d, data);
+                    }
+                    Ok(d) => self.fail(i, s, &format!("{} bytes exceed the slot", d.len)),
+                    Err(e) => self.fail(i, s, &e),
+                }
+            }
+        }
+        did
+    }
+
+    fn fail(&self, i: usize, s: usize, why: &str) {
+        let b = &why.as_bytes()[..why.len().min(self.seg.slot_bytes())];
+        self.seg.write_data(i, s, b);
+        self.seg
+            .result_len(i, s)
+            .store(b.len() as u32, Ordering::Relaxed);
+        self.seg
+            .slot_state(i, s)
+            .store(es::SLOT_FAILED, Ordering::SeqCst);
+        self.wake(i);
+    }
+
+    fn wake(&self, i: usize) {
+        if self.seg.sleeping(i).load(Ordering::SeqCst) != 0 {
+            self.bell.ring_at(&self.prefix, self.world_of(i));
+        }
+    }
+
+    fn world_of(&self, i: usize) -> u32 {
+        self.core.local_world(i)
+    }
+
+    fn poll_tcp(&mut self, timeout: Option<Duration>) -> Result<bool, String> {
+        let Some(t) = self.tcp.as_mut() else {
+            return Ok(false);
+        };
+        let now = self.epoch.elapsed().as_micros() as u64;
+        let core = &mut self.core;
+        let p = t
+            .progress(timeout, &mut |from, env, payload| {
+                if env.kind != Kind::Coll || payload.len() < 4 {
+                    return;
+                }
+                let (idx, payload) = payload.split_at(4);
+                let hdr = Header {
+                    ctx: env.ctx,
+                    lead: (env.cookie >> 32) as u32,
+                    seq: env.tag as u32,
+                    src: env.src,
+                    dst: env.cookie as u32,
+                    idx: u32::from_le_bytes([idx[0], idx[1], idx[2], idx[3]]),
+                };
+                core.handle_remote(from, env.flags & BOUNCE != 0, hdr, payload.to_vec(), now);
+            })
+            .map_err(|e| format!("lost another node's engine: {e}"))?;
+        Ok(p.delivered > 0)
+    }
+
+    /// Sends what the core produced and writes its completions.
+    fn flush(&mut self) -> Result<bool, String> {
+        let mut did = false;
+        while let Some(Transmit {
+            node,
+            hdr,
+            bounce,
+            data,
+        }) = self.core.poll_transmit()
+        {
+            did = true;
+            let t = self
+                .tcp
+                .as_mut()
+                .ok_or("a message for another node, but no TCP")?;
+            // The message index rides in front of the machine's bytes.
+            let mut wire = Vec::with_capacity(4 + data.len());
+            wire.extend_from_slice(&hdr.idx.to_le_bytes());
+            wire.extend_from_slice(&data);
+            let env = Envelope {
+                kind: Kind::Coll,
+                flags: if bounce { BOUNCE } else { 0 },
+                ctx: hdr.ctx,
+                src: hdr.src,
+                tag: hdr.seq as i32,
+                len: wire.len() as u64,
+                cookie: (u64::from(hdr.lead) << 32) | u64::from(hdr.dst),
+            };
+            t.send(node, &env, &wire)
+                .map_err(|e| format!("send to node {node}'s engine: {e}"))?;
+        }
+        while let Some(c) = self.core.poll_completion() {
+            did = true;
+            match c.outcome {
+                Ok(res) => {
+                    let res = res.unwrap_or_default();
+                    let n = res.len().min(self.seg.slot_bytes());
+                    self.seg.write_data(c.local, c.slot, &res[..n]);
+                    self.seg
+                        .result_len(c.local, c.slot)
+                        .store(n as u32, Ordering::Relaxed);
+                    self.seg
+                        .slot_state(c.local, c.slot)
+                        .store(es::SLOT_DONE, Ordering::SeqCst);
+                    self.wake(c.local);
+                }
+                Err(e) => self.fail(c.local, c.slot, &e),
+            }
+        }
+        Ok(did)
+    }
+}

@@ -391,9 +391,10 @@ impl Engine {
                 let op = &self.st.colls.central[i];
                 (op.comm, op.dev.generation())
             };
-            let earlier = self.st.colls.central.iter().any(|o| {
-                o.comm == comm_i && (o.dev.generation().wrapping_sub(gen_i) as i32) < 0
-            });
+            let earlier =
+                self.st.colls.central.iter().any(|o| {
+                    o.comm == comm_i && (o.dev.generation().wrapping_sub(gen_i) as i32) < 0
+                });
             if earlier {
                 i += 1;
                 continue;

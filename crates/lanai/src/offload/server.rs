@@ -74,6 +74,11 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
     })
 }
 
+/// A descriptor's post number, readable even when the rest is garbage.
+fn post_no(raw: &[u8; crate::offload::desc::DESC_LEN]) -> u32 {
+    u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]])
+}
+
 /// The doorbell name prefix of node engines of the job with rank prefix `p`.
 pub fn engine_prefix(p: &str) -> String {
     format!("{p}engine-")
@@ -250,15 +255,17 @@ impl Server {
                 idle_since = None;
                 continue;
             }
-            if last_check.elapsed() >= LIVENESS {
+            let full = last_check.elapsed() >= LIVENESS;
+            if full {
                 last_check = Instant::now();
-                match self.check_ranks() {
-                    Some(Exit::Done) => return Ok(()),
-                    Some(Exit::RankDied(i, pid)) => {
-                        return Err(format!("local rank {i} (pid {pid}) died; exiting"))
-                    }
-                    None => {}
+            }
+            match self.check_ranks(full) {
+                // A bounced message of ours still owes another node a retry.
+                Some(Exit::Done) if self.core.poll_timeout().is_none() => return Ok(()),
+                Some(Exit::RankDied(i, pid)) => {
+                    return Err(format!("local rank {i} (pid {pid}) died; exiting"))
                 }
+                _ => {}
             }
             let since = *idle_since.get_or_insert_with(Instant::now);
             if since.elapsed() < self.spin {
@@ -319,7 +326,9 @@ impl Server {
 
     /// Clean exit once every rank detached; a rank gone without detaching
     /// means the job is failing, and nothing we hold matters any more.
-    fn check_ranks(&self) -> Option<Exit> {
+    /// `pids`: also look for dead ranks (a system call each, so not on
+    /// every wake-up).
+    fn check_ranks(&self, pids: bool) -> Option<Exit> {
         let n = self.seg.local_size();
         let mut detached = 0;
         for i in 0..n {
@@ -328,7 +337,8 @@ impl Server {
                 continue;
             }
             let pid = self.seg.pid(i).load(Ordering::Acquire);
-            if pid != 0
+            if pids
+                && pid != 0
                 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None)
                     == Err(nix::Error::ESRCH)
             {
@@ -353,30 +363,24 @@ impl Server {
                     found.push((s, self.seg.read_desc(i, s)));
                 }
             }
-            // Post numbers count up from `seen`; a wrap is far away but
-            // ordering by distance handles it.
-            let base = self.seen[i];
-            let mut descs: Vec<(usize, Result<Desc, String>, u32)> = found
-                .iter()
-                .map(|(s, raw)| {
-                    let d = Desc::decode(raw).map_err(|e| e.to_string());
-                    let no = d.as_ref().map_or(0, |d| d.post_no.wrapping_sub(base));
-                    (*s, d, no)
-                })
-                .collect();
-            descs.sort_by_key(|d| d.2);
-            for (s, d, _) in descs {
+            // Strictly in post order: a descriptor whose state store we see
+            // before an earlier one's waits for the next pass.
+            found.sort_by_key(|(_, raw)| post_no(raw).wrapping_sub(self.seen[i]));
+            for (s, raw) in found {
+                if post_no(&raw) != self.seen[i] {
+                    break;
+                }
                 self.seen[i] = self.seen[i].wrapping_add(1);
                 self.seg
                     .slot_state(i, s)
                     .store(es::SLOT_TAKEN, Ordering::Release);
-                match d {
+                match Desc::decode(&raw) {
                     Ok(d) if (d.len as usize) <= self.seg.slot_bytes() => {
                         let data = self.seg.read_data(i, s, d.input_len());
                         self.core.post(i, s, &d, data);
                     }
                     Ok(d) => self.fail(i, s, &format!("{} bytes exceed the slot", d.len)),
-                    Err(e) => self.fail(i, s, &e),
+                    Err(e) => self.fail(i, s, &e.to_string()),
                 }
             }
         }

@@ -102,6 +102,13 @@ pub struct Started {
     child: std::process::Child,
 }
 
+/// The node's engine segment: the node segment's name, suffixed, so the
+/// sweep of a dead job's segments finds it too.
+fn engine_seg_name(job: &JobInfo) -> String {
+    lanai_common::shm_names::segment_name(job.uid, job.job_pid, &job.nonce, job.my_node())
+        + "-engine"
+}
+
 fn engine_key(node: u32) -> String {
     format!("lanai-engine-{node}")
 }
@@ -145,9 +152,7 @@ fn engine_path() -> Result<std::path::PathBuf, String> {
 /// Starts the node's engine (the node's first rank, before the PMI barrier).
 pub fn start(job: &JobInfo, bind: std::net::IpAddr, spin_us: u32) -> Result<Started, String> {
     let local = job.local_ranks().len();
-    let seg_name =
-        lanai_common::shm_names::segment_name(job.uid, job.job_pid, &job.nonce, job.my_node())
-            + "-engine";
+    let seg_name = engine_seg_name(job);
     let seg = EngineSeg::create(&seg_name, local, SLOTS, SLOT_BYTES)
         .map_err(|e| format!("cannot create {seg_name}: {e}"))?;
     let fail = |why: String| {
@@ -218,9 +223,7 @@ pub fn connect(
             _ => all = false,
         }
     }
-    let seg_name =
-        lanai_common::shm_names::segment_name(job.uid, job.job_pid, &job.nonce, job.my_node())
-            + "-engine";
+    let seg_name = engine_seg_name(job);
     let (seg, child) = match started {
         Some(Err(why)) => {
             lanai_common::say!(
@@ -277,7 +280,7 @@ pub fn connect(
         .position(|&r| r == job.rank)
         .unwrap_or(0);
     seg.pid(me).store(std::process::id(), Ordering::Release);
-    if seg.attached().fetch_add(1, Ordering::AcqRel) + 1 == seg.local_size() as u32 + 1 {
+    if seg.attach() {
         let _ = crate::shm::Segment::unlink(&seg_name);
     }
     Ok(Some(Offload {

@@ -169,7 +169,7 @@ fn serve(a: &Args) -> Result<(), String> {
         None
     };
     seg.state().store(es::ENGINE_READY, Ordering::Release);
-    if seg.attached().fetch_add(1, Ordering::AcqRel) + 1 == seg.local_size() as u32 + 1 {
+    if seg.attach() {
         let _ = crate::shm::Segment::unlink(&a.segment);
     }
     let Some(cfg) = read_config()? else {
@@ -198,17 +198,17 @@ fn serve(a: &Args) -> Result<(), String> {
         ));
     }
     let pool = knobs::get_usize(&knobs::OFFLOAD_POOL)?;
+    let local_size = seg.local_size();
     let mut srv = Server {
         core: Core::new(a.node, cfg.node_of, local_world, pool),
         seg,
         bell,
         prefix: a.prefix.clone(),
         tcp,
-        seen: Vec::new(),
+        seen: vec![0; local_size],
         epoch: Instant::now(),
         spin: a.spin,
     };
-    srv.seen = vec![0; srv.seg.local_size()];
     let r = srv.serve_loop();
     if knobs::get_bool(&knobs::STATS) {
         let s = srv.core.stats();

@@ -123,9 +123,10 @@ impl EngineSeg {
         self.seg.atomic_u32(24)
     }
 
-    /// Processes that mapped the segment (ranks and engine).
-    pub fn attached(&self) -> &AtomicU32 {
-        self.seg.atomic_u32(28)
+    /// Counts this process among those that mapped the segment; true for
+    /// the last of the ranks and the engine, which may unlink the name.
+    pub fn attach(&self) -> bool {
+        self.seg.atomic_u32(28).fetch_add(1, Ordering::AcqRel) + 1 == self.local_size as u32 + 1
     }
 
     /// Set while the engine sleeps: a rank that posts then rings it.

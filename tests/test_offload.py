@@ -224,6 +224,24 @@ def test_offload_subset(exes, offload, barrier, allreduce):
     assert_async(off, nranks, barrier=barrier, allreduce=allreduce)
 
 
+@needs_engine
+@pytest.mark.parametrize("fanout", [1, 3, 16], ids=["chain", "k3", "flat"])
+def test_reduce_tree_of_any_fan_out(exes, fanout):
+    """LANAI_REDUCE=kary: host-based and offloaded runs build the same tree,
+    so their float results agree bit for bit, and both pass the tolerance
+    checks. A chain and a flat tree differ from the binomial grouping."""
+    nranks, nodes = (5, 3)
+    exe = exes[COLL]
+    knobs = {"LANAI_REDUCE": "kary", "LANAI_REDUCE_FANOUT": str(fanout)}
+    host = run(_lanairun(exe, nranks, nodes), exe, "none", knobs)
+    check_ok(host)
+    off = run(_lanairun(exe, nranks, nodes), exe, "all", knobs)
+    check_ok(off)
+    assert digest(off) == digest(host), (
+        f"fan-out {fanout}: offloaded float results differ from host-based\n" + off.r.tail()
+    )
+
+
 STATS_LINE = re.compile(r"^lanai: stats engine node (\d+):(.*)$", re.M)
 
 

@@ -193,7 +193,7 @@ ALGORITHM_KNOBS = [
     ("LANAI_BARRIER", v) for v in ["dissemination", "pairwise", "binomial", "central"]
 ] + [("LANAI_BCAST", v) for v in ["binomial", "scatter_allgather"]] + [
     ("LANAI_ALLREDUCE", v) for v in ["recursive_doubling", "reduce_bcast", "rabenseifner", "ring"]
-]
+] + [("LANAI_REDUCE", v) for v in ["binomial", "kary"]]
 
 
 @pytest.mark.parametrize("knob,value", ALGORITHM_KNOBS, ids=[f"{k}={v}" for k, v in ALGORITHM_KNOBS])

@@ -1,9 +1,14 @@
-//! Deterministic reduce: a fixed binomial tree rooted at absolute rank 0.
+//! Deterministic reduce: a fixed tree rooted at absolute rank 0, binomial or
+//! of any fan-out (`ReduceTree`).
 //!
-//! Each node folds its children in ascending order as `acc = acc op child`, so
-//! the grouping depends only on the communicator size and every operand pair
-//! is in rank order (safe for non-commutative ops). A root other than 0 gets
-//! the final value from rank 0 in one extra message.
+//! Every subtree covers a contiguous rank range, and each node folds its
+//! children in ascending order as `acc = acc op child`, so the grouping
+//! depends only on the communicator size and the tree shape, and every
+//! operand pair is in rank order (safe for non-commutative ops). A root other
+//! than 0 gets the final value from rank 0 in one extra message.
+
+use std::fmt;
+use std::str::FromStr;
 
 use crate::error::CollError;
 use crate::machine::{
@@ -11,7 +16,66 @@ use crate::machine::{
     Outgoing,
 };
 use crate::ops::Combine;
-use crate::tree;
+use crate::tree::{self, RangeTree};
+
+/// The shape of the reduce tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceTree {
+    /// The binomial tree: the grouping every allreduce algorithm and the
+    /// shared-memory fast path share.
+    Binomial,
+    /// Fan-out `k` (at least 1; 1 is a chain, `size - 1` or more is flat).
+    /// Floating-point results are fixed for a given `k` and size, but group
+    /// differently from the binomial tree.
+    Kary(u32),
+}
+
+impl ReduceTree {
+    /// `(step, child)` pairs in fold order.
+    fn children(self, rank: u32, size: u32) -> Vec<(u8, u32)> {
+        match self {
+            ReduceTree::Binomial => tree::children(rank, size).collect(),
+            ReduceTree::Kary(k) => RangeTree { size, k }
+                .children(rank)
+                .into_iter()
+                .map(|c| (0, c))
+                .collect(),
+        }
+    }
+
+    /// `(step, parent)`; `None` for rank 0.
+    fn parent(self, rank: u32, size: u32) -> Option<(u8, u32)> {
+        match self {
+            ReduceTree::Binomial => tree::parent(rank),
+            ReduceTree::Kary(k) => RangeTree { size, k }.locate(rank).0.map(|p| (0, p)),
+        }
+    }
+}
+
+impl fmt::Display for ReduceTree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReduceTree::Binomial => f.write_str("binomial"),
+            ReduceTree::Kary(k) => write!(f, "kary:{k}"),
+        }
+    }
+}
+
+/// `binomial`, or `kary:K` with K >= 1.
+impl FromStr for ReduceTree {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "binomial" {
+            return Ok(ReduceTree::Binomial);
+        }
+        match s.strip_prefix("kary:").map(str::parse::<u32>) {
+            Some(Ok(k)) if k >= 1 => Ok(ReduceTree::Kary(k)),
+            _ => Err(format!(
+                "unknown reduce tree {s:?}: binomial, or kary:K with K >= 1"
+            )),
+        }
+    }
+}
 
 /// Reduce of equal-length byte buffers to `root`.
 pub struct Reduce<C> {
@@ -19,8 +83,9 @@ pub struct Reduce<C> {
     root: u32,
     len: usize,
     combiner: C,
-    /// Children still to fold, in fold order.
+    /// Children still to fold as `(step, rank)`, in fold order (ascending rank).
     children: Vec<(u8, u32)>,
+    parent: Option<(u8, u32)>,
     next_child: usize,
     /// Reduction of this rank's subtree so far; moved out once sent.
     acc: Option<Vec<u8>>,
@@ -33,6 +98,7 @@ pub struct Reduce<C> {
 
 impl<C: Combine> Reduce<C> {
     /// `data` is this rank's contribution; every rank passes the same length.
+    /// The binomial tree.
     pub fn new(
         rank: u32,
         size: u32,
@@ -40,14 +106,30 @@ impl<C: Combine> Reduce<C> {
         data: Vec<u8>,
         combiner: C,
     ) -> Result<Self, CollError> {
+        Self::with_tree(rank, size, root, data, combiner, ReduceTree::Binomial)
+    }
+
+    /// As `new`, over `shape`; every rank passes the same shape.
+    pub fn with_tree(
+        rank: u32,
+        size: u32,
+        root: u32,
+        data: Vec<u8>,
+        combiner: C,
+        shape: ReduceTree,
+    ) -> Result<Self, CollError> {
         check_rank(rank, size)?;
         check_root(root, size)?;
+        if shape == ReduceTree::Kary(0) {
+            return Err(CollError::ZeroFanOut);
+        }
         let mut m = Reduce {
             rank,
             root,
             len: data.len(),
             combiner,
-            children: tree::children(rank, size).collect(),
+            children: shape.children(rank, size),
+            parent: shape.parent(rank, size),
             next_child: 0,
             acc: Some(data),
             subtree_sent: false,
@@ -80,7 +162,7 @@ impl<C: Combine> Reduce<C> {
         if !self.subtree_sent {
             self.subtree_sent = true;
             let acc = self.acc.take().unwrap_or_default();
-            match tree::parent(self.rank) {
+            match self.parent {
                 Some((k, p)) => self.outbox.push_back(Outgoing {
                     to: p,
                     data: encode(kind::REDUCE_CONTRIB, k, &acc),
@@ -104,7 +186,10 @@ impl<C: Combine> Reduce<C> {
 
     fn expects(&self, from: u32, kind_: u8, step: u8) -> bool {
         match kind_ {
-            kind::REDUCE_CONTRIB => self.children.contains(&(step, from)),
+            kind::REDUCE_CONTRIB => self
+                .children
+                .binary_search_by_key(&from, |&(_, c)| c)
+                .is_ok_and(|i| self.children[i].0 == step),
             kind::REDUCE_RESULT => {
                 step == 0 && from == 0 && self.rank == self.root && self.root != 0
             }
@@ -154,17 +239,46 @@ impl<C: Combine> Collective for Reduce<C> {
 /// rank that sees every contribution (the shared-memory fast path) gets the
 /// same bits as the message-passing algorithms.
 pub fn fold_canonical(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
-    fn subtree(v: u32, parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
-        let mut acc = parts[v as usize].to_vec();
-        for (_, c) in tree::children(v, parts.len() as u32) {
-            let mut child = subtree(c, parts, op)?;
-            op.combine(&acc, &mut child)?;
-            acc = child;
+    fold_tree(parts, op, ReduceTree::Binomial)
+}
+
+/// The result `Reduce` over `shape` produces from `parts`.
+pub fn fold_tree(
+    parts: &[&[u8]],
+    op: &dyn Combine,
+    shape: ReduceTree,
+) -> Result<Vec<u8>, crate::OpError> {
+    let size = parts.len() as u32;
+    let subtree = |v: u32| -> Result<Vec<u8>, crate::OpError> {
+        // Iterative post-order, so a chain of thousands does not recurse.
+        let mut stack = vec![(
+            v,
+            shape.children(v, size),
+            0usize,
+            parts[v as usize].to_vec(),
+        )];
+        loop {
+            let top = stack
+                .last_mut()
+                .expect("stack holds the root until it returns");
+            if let Some(&(_, c)) = top.1.get(top.2) {
+                top.2 += 1;
+                stack.push((c, shape.children(c, size), 0, parts[c as usize].to_vec()));
+                continue;
+            }
+            let (_, _, _, acc) = stack.pop().expect("checked above");
+            match stack.last_mut() {
+                None => return Ok(acc),
+                Some(parent) => {
+                    let mut child = acc;
+                    op.combine(&parent.3, &mut child)?;
+                    parent.3 = child;
+                }
+            }
         }
-        Ok(acc)
-    }
+    };
     if parts.is_empty() {
         return Ok(Vec::new());
     }
-    subtree(0, parts, op)
+    subtree(0)
 }

@@ -59,6 +59,79 @@ pub(crate) fn kary_depth(size: u32, k: u32) -> u32 {
     depth
 }
 
+/// The range tree of fan-out `k` over `0..size` rooted at 0: node `v` roots
+/// a contiguous range `v..end`, and splits `v + 1..end` into `min(k, len)`
+/// consecutive chunks of near-equal length (longer ones first), each rooted
+/// at its first rank. Contiguous subtrees let a reduction fold in rank order
+/// at any fan-out; `k = 1` is a chain.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RangeTree {
+    pub size: u32,
+    pub k: u32,
+}
+
+/// How `v + 1..end` splits: `count` chunks, the first `long` of them one
+/// longer than `base`.
+struct Split {
+    count: u64,
+    base: u64,
+    long: u64,
+}
+
+impl RangeTree {
+    fn split(&self, v: u32, end: u32) -> Split {
+        let len = u64::from(end) - u64::from(v) - 1;
+        let count = len.min(u64::from(self.k.max(1)));
+        if count == 0 {
+            return Split {
+                count,
+                base: 0,
+                long: 0,
+            };
+        }
+        Split {
+            count,
+            base: len / count,
+            long: len % count,
+        }
+    }
+
+    /// Start of chunk `i` of `v`'s split.
+    fn chunk_start(v: u32, s: &Split, i: u64) -> u64 {
+        u64::from(v) + 1 + i * s.base + i.min(s.long)
+    }
+
+    /// `v`'s parent and the end of `v`'s range. `v < size`.
+    pub fn locate(&self, v: u32) -> (Option<u32>, u32) {
+        let (mut node, mut end, mut parent) = (0u32, self.size, None);
+        while node != v {
+            let s = self.split(node, end);
+            // The chunk holding `v`: the long ones first, then the base ones.
+            let off = u64::from(v) - u64::from(node) - 1;
+            let i = if off < s.long * (s.base + 1) {
+                off / (s.base + 1)
+            } else {
+                s.long + (off - s.long * (s.base + 1)) / s.base
+            };
+            let start = Self::chunk_start(node, &s, i);
+            let len = s.base + u64::from(i < s.long);
+            parent = Some(node);
+            // Both stay within `0..=size`, so they fit in u32.
+            (node, end) = (start as u32, (start + len) as u32);
+        }
+        (parent, end)
+    }
+
+    /// Children of `v`, ascending.
+    pub fn children(&self, v: u32) -> Vec<u32> {
+        let (_, end) = self.locate(v);
+        let s = self.split(v, end);
+        (0..s.count)
+            .map(|i| Self::chunk_start(v, &s, i) as u32)
+            .collect()
+    }
+}
+
 /// Converts between absolute ranks and ranks relative to `root`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relative {
@@ -147,6 +220,37 @@ mod tests {
                 assert_eq!(kary_depth(size, k), deepest, "k {k} size {size}");
             }
         }
+    }
+
+    #[test]
+    fn range_tree_is_consistent_and_contiguous() {
+        for k in 1..=9u32 {
+            for size in 1..=40u32 {
+                let t = RangeTree { size, k };
+                let mut seen = vec![0u32; size as usize];
+                for v in 0..size {
+                    let kids = t.children(v);
+                    assert!(kids.len() <= k as usize);
+                    let (_, end) = t.locate(v);
+                    // The children's ranges tile v + 1..end in order.
+                    let mut at = v + 1;
+                    for &c in &kids {
+                        assert_eq!(c, at, "k {k} size {size} v {v}");
+                        assert_eq!(t.locate(c).0, Some(v));
+                        at = t.locate(c).1;
+                        seen[c as usize] += 1;
+                    }
+                    assert_eq!(at.max(v + 1), end.max(v + 1), "k {k} size {size} v {v}");
+                }
+                assert_eq!(t.locate(0), (None, size));
+                assert_eq!(seen[0], 0);
+                assert!(seen[1..].iter().all(|&n| n == 1), "k {k} size {size}");
+            }
+        }
+        // k = 1 is a chain; a large k is flat.
+        assert_eq!(RangeTree { size: 5, k: 1 }.children(2), vec![3]);
+        assert_eq!(RangeTree { size: 5, k: 9 }.children(0), vec![1, 2, 3, 4]);
+        assert_eq!(RangeTree { size: 8, k: 2 }.children(0), vec![1, 5]);
     }
 
     #[test]

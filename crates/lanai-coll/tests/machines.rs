@@ -7,7 +7,7 @@ use lanai_coll::sim::{
 };
 use lanai_coll::{
     allreduce, barrier, AllreduceAlgo, BarrierAlgo, Bcast, CollError, Collective, Combine, Elem,
-    KaryTree, Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast,
+    KaryTree, Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast, ReduceTree,
 };
 
 type Boxed = Box<dyn Collective>;
@@ -452,6 +452,57 @@ fn reduce_float_grouping_is_fixed() {
             });
         }
     }
+}
+
+#[test]
+fn reduce_of_any_fan_out_keeps_rank_order() {
+    // Affine maps compose non-commutatively, so any misordered fold shows.
+    for &size in &[1u32, 2, 3, 5, 8, 13, 17, 33] {
+        for k in [1u32, 2, 3, 4, 9, 40] {
+            for root in [0, size - 1] {
+                let want = affine_expected(size);
+                let mut make = |r: u32| {
+                    Reduce::with_tree(r, size, root, enc_affine(r), Affine, ReduceTree::Kary(k))
+                        .map(|m| Box::new(m) as Boxed)
+                };
+                for_all_schedules(size, &mut make, &mut |out| {
+                    check_reduce(size, root, out, &want)
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_of_any_fan_out_has_fixed_float_bits() {
+    let sum = Predefined::new(Op::Sum, Elem::F64).unwrap();
+    for &size in &[2u32, 5, 9, 16, 17] {
+        let parts: Vec<Vec<u8>> = (0..size).map(|r| enc_f64(&floats(r))).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        for k in [1u32, 2, 3, 8] {
+            let shape = ReduceTree::Kary(k);
+            let want = lanai_coll::fold_tree(&refs, &sum, shape).unwrap();
+            let mut make = |r: u32| {
+                Reduce::with_tree(r, size, 0, parts[r as usize].clone(), sum, shape)
+                    .map(|m| Box::new(m) as Boxed)
+            };
+            for_all_schedules(size, &mut make, &mut |out| {
+                check_reduce(size, 0, out, &want)
+            });
+        }
+        // A chain folds from the far end: x0 + (x1 + (... + x_{n-1})).
+        let mut right = floats(size - 1);
+        for r in (0..size - 1).rev() {
+            right = floats(r).iter().zip(&right).map(|(a, b)| a + b).collect();
+        }
+        let chain = lanai_coll::fold_tree(&refs, &sum, ReduceTree::Kary(1)).unwrap();
+        assert_eq!(chain, enc_f64(&right), "P={size}");
+    }
+    assert!(Reduce::with_tree(0, 4, 0, vec![], sum, ReduceTree::Kary(0)).is_err());
+    assert_eq!("kary:3".parse::<ReduceTree>(), Ok(ReduceTree::Kary(3)));
+    assert_eq!("binomial".parse::<ReduceTree>(), Ok(ReduceTree::Binomial));
+    assert!("kary:0".parse::<ReduceTree>().is_err());
+    assert!("kary".parse::<ReduceTree>().is_err());
 }
 
 #[test]

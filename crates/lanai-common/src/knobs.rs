@@ -40,7 +40,8 @@ knobs! {
     BARRIER_CHANNELS = ("LANAI_BARRIER_CHANNELS", "64", "Central barrier channels per node; a communicator takes one at its first barrier and frees it with MPI_Comm_free; 0 disables the device");
     BARRIER_TREE_K = ("LANAI_BARRIER_TREE_K", "16", "Fan-out of the tree of node leaders the central barrier uses across nodes; k >= nodes - 1 is one central device (16: measured fastest at 2-8 emulated nodes here, where every hop costs a wake-up)");
     BCAST = ("LANAI_BCAST", "auto", "Broadcast algorithm: auto (binomial; scatter_allgather for large messages), binomial, scatter_allgather");
-    REDUCE = ("LANAI_REDUCE", "auto", "Reduce algorithm: auto, binomial");
+    REDUCE = ("LANAI_REDUCE", "auto", "Reduce tree: auto (binomial), binomial, kary (fan-out LANAI_REDUCE_FANOUT; each subtree a contiguous rank range, so non-commutative operations stay in rank order); floating-point results are fixed for a given tree but differ in the last bits between trees");
+    REDUCE_FANOUT = ("LANAI_REDUCE_FANOUT", "2", "Fan-out of LANAI_REDUCE=kary: 1 is a chain, ranks - 1 or more a flat tree");
     ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");
     OFFLOAD = ("LANAI_OFFLOAD", "none", "Collectives the per-node offload engine (lanai-engine) runs: none, all, or a comma list of barrier, reduce, allreduce, bcast (blocking and nonblocking alike; predefined operations, up to 64 KiB)");
     OFFLOAD_POOL = ("LANAI_OFFLOAD_POOL", "1048576", "Bytes of early messages from other nodes an offload engine keeps; beyond that it sends them back and the sender retries later");

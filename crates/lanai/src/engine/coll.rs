@@ -10,6 +10,7 @@ use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
     AllgatherAlgo, AllreduceAlgo, BarrierAlgo, BcastAlgo, CollError, Collective, Combine, Layout,
+    ReduceTree,
 };
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
@@ -195,6 +196,7 @@ pub struct Algorithms {
     pub barrier_tree_k: u32,
     pub bcast: BcastAlgo,
     pub allreduce: AllreduceAlgo,
+    pub reduce: ReduceTree,
 }
 
 impl Algorithms {
@@ -224,18 +226,32 @@ impl Algorithms {
         let bcast = knobs::get(&knobs::BCAST)
             .parse()
             .map_err(|e| MpiError::other(format!("LANAI_BCAST: {e}")))?;
-        let v = knobs::get(&knobs::REDUCE);
-        if v != "auto" && v != "binomial" {
-            return Err(MpiError::other(format!(
-                "LANAI_REDUCE={v:?}: the choices are auto, binomial"
-            )));
-        }
+        let reduce = match knobs::get(&knobs::REDUCE).as_str() {
+            "auto" | "binomial" => ReduceTree::Binomial,
+            "kary" => {
+                let k = knobs::get_usize(&knobs::REDUCE_FANOUT).map_err(MpiError::other)?;
+                match u32::try_from(k) {
+                    Ok(k) if k >= 1 => ReduceTree::Kary(k),
+                    _ => {
+                        return Err(MpiError::other(format!(
+                            "LANAI_REDUCE_FANOUT={k}: must be 1 or more"
+                        )))
+                    }
+                }
+            }
+            v => {
+                return Err(MpiError::other(format!(
+                    "LANAI_REDUCE={v:?}: the choices are auto, binomial, kary"
+                )))
+            }
+        };
         Ok(Self {
             barrier,
             barrier_channels,
             barrier_tree_k,
             bcast,
             allreduce,
+            reduce,
         })
     }
 
@@ -463,7 +479,9 @@ impl Engine {
             return Ok(req);
         }
         let (rank, size) = self.rank_size(comm)?;
-        let m = lanai_coll::Reduce::new(rank, size, root, data, op).map_err(coll_err)?;
+        let shape = self.settings.algos.reduce;
+        let m =
+            lanai_coll::Reduce::with_tree(rank, size, root, data, op, shape).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
     }
 

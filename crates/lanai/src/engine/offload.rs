@@ -451,7 +451,11 @@ impl Engine {
                     return Ok(None);
                 };
                 (
-                    Work::Reduce { root, op: p },
+                    Work::Reduce {
+                        root,
+                        op: p,
+                        tree: algos.reduce,
+                    },
                     data.to_vec(),
                     data.len(),
                     out.filter(|_| rank == root).map(CollOut::whole),

@@ -284,8 +284,8 @@ impl Core {
                 let buf = if rank == root { data } else { vec![0; len] };
                 lanai_coll::bcast(rank, size, root, buf, algo)
             }
-            Work::Reduce { root, op } => {
-                Reduce::new(rank, size, root, data, op).map(|m| Box::new(m) as Machine)
+            Work::Reduce { root, op, tree } => {
+                Reduce::with_tree(rank, size, root, data, op, tree).map(|m| Box::new(m) as Machine)
             }
             Work::Allreduce { op, algo } => lanai_coll::allreduce(rank, size, data, op, algo),
             Work::Register | Work::Unregister => unreachable!("handled by post"),

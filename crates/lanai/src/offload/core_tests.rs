@@ -7,7 +7,9 @@
 use super::core::{Completion, Core, Header};
 use super::desc::{Desc, Work};
 use lanai_coll::sim::{self, RandomOrder, XorShift};
-use lanai_coll::{AllreduceAlgo, BarrierAlgo, BcastAlgo, Collective, Elem, Op, Predefined, Reduce};
+use lanai_coll::{
+    AllreduceAlgo, BarrierAlgo, BcastAlgo, Collective, Elem, Op, Predefined, Reduce, ReduceTree,
+};
 
 /// One collective call every member makes, with per-rank input.
 #[derive(Clone)]
@@ -35,7 +37,9 @@ fn machine(w: Work, rank: u32, size: u32, data: Vec<u8>, len: usize) -> Box<dyn 
             let d = if rank == root { data } else { vec![0; len] };
             lanai_coll::bcast(rank, size, root, d, algo).unwrap()
         }
-        Work::Reduce { root, op } => Box::new(Reduce::new(rank, size, root, data, op).unwrap()),
+        Work::Reduce { root, op, tree } => {
+            Box::new(Reduce::with_tree(rank, size, root, data, op, tree).unwrap())
+        }
         Work::Allreduce { op, algo } => lanai_coll::allreduce(rank, size, data, op, algo).unwrap(),
         _ => unreachable!(),
     }
@@ -247,6 +251,12 @@ fn calls_for(size: usize, rng: &mut XorShift) -> Vec<Call> {
             work: Work::Reduce {
                 root: (i % size) as u32,
                 op: sum,
+                // Binomial, a chain, and a fan-out above the size.
+                tree: [
+                    ReduceTree::Binomial,
+                    ReduceTree::Kary(1),
+                    ReduceTree::Kary(9),
+                ][i],
             },
             inputs,
             len: n * 8,

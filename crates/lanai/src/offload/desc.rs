@@ -2,7 +2,7 @@
 //! little-endian record (seed 000's send token). Decoding checks every field,
 //! since the engine must not trust a rank's memory more than a socket.
 
-use lanai_coll::{AllreduceAlgo, BarrierAlgo, BcastAlgo, Elem, Op, Predefined};
+use lanai_coll::{AllreduceAlgo, BarrierAlgo, BcastAlgo, Elem, Op, Predefined, ReduceTree};
 
 /// Encoded size of a descriptor.
 pub const DESC_LEN: usize = 64;
@@ -23,6 +23,7 @@ pub enum Work {
     Reduce {
         root: u32,
         op: Predefined,
+        tree: ReduceTree,
     },
     Allreduce {
         op: Predefined,
@@ -98,23 +99,29 @@ impl Desc {
 
     pub fn encode(&self) -> [u8; DESC_LEN] {
         let mut b = [0u8; DESC_LEN];
-        let (kind, a, op, elem, root) = match self.work {
-            Work::Register => (1, 0, 0, 0, 0),
-            Work::Unregister => (2, 0, 0, 0, 0),
-            Work::Barrier(al) => (3, index_of(&BARRIER_ALGOS, &al), 0, 0, 0),
-            Work::Bcast { root, algo } => (4, index_of(&BCAST_ALGOS, &algo), 0, 0, root),
-            Work::Reduce { root, op: p } => (
+        // `fan` is a k-ary reduce tree's fan-out, 0 for the binomial tree.
+        let (kind, a, op, elem, root, fan) = match self.work {
+            Work::Register => (1, 0, 0, 0, 0, 0),
+            Work::Unregister => (2, 0, 0, 0, 0, 0),
+            Work::Barrier(al) => (3, index_of(&BARRIER_ALGOS, &al), 0, 0, 0, 0),
+            Work::Bcast { root, algo } => (4, index_of(&BCAST_ALGOS, &algo), 0, 0, root, 0),
+            Work::Reduce { root, op: p, tree } => (
                 5,
                 0,
                 index_of(&Op::ALL, &p.op),
                 index_of(&Elem::ALL, &p.elem),
                 root,
+                match tree {
+                    ReduceTree::Binomial => 0,
+                    ReduceTree::Kary(k) => k,
+                },
             ),
             Work::Allreduce { op: p, algo } => (
                 6,
                 index_of(&ALLREDUCE_ALGOS, &algo),
                 index_of(&Op::ALL, &p.op),
                 index_of(&Elem::ALL, &p.elem),
+                0,
                 0,
             ),
         };
@@ -128,6 +135,7 @@ impl Desc {
             self.len,
             root,
             self.lead,
+            fan,
         ]
         .into_iter()
         .enumerate()
@@ -140,7 +148,7 @@ impl Desc {
     pub fn decode(b: &[u8; DESC_LEN]) -> Result<Self, DescError> {
         let word =
             |i: usize| u32::from_le_bytes([b[4 + 4 * i], b[5 + 4 * i], b[6 + 4 * i], b[7 + 4 * i]]);
-        let (post_no, ctx, seq, rank, size, len, root, lead) = (
+        let (post_no, ctx, seq, rank, size, len, root, lead, fan) = (
             word(0),
             word(1),
             word(2),
@@ -149,6 +157,7 @@ impl Desc {
             word(5),
             word(6),
             word(7),
+            word(8),
         );
         let op = || -> Result<Predefined, DescError> {
             let o = pick(&Op::ALL, b[2], "operation")?;
@@ -163,7 +172,14 @@ impl Desc {
                 root,
                 algo: pick(&BCAST_ALGOS, b[1], "broadcast algorithm")?,
             },
-            5 => Work::Reduce { root, op: op()? },
+            5 => Work::Reduce {
+                root,
+                op: op()?,
+                tree: match fan {
+                    0 => ReduceTree::Binomial,
+                    k => ReduceTree::Kary(k),
+                },
+            },
             6 => Work::Allreduce {
                 op: op()?,
                 algo: pick(&ALLREDUCE_ALGOS, b[1], "allreduce algorithm")?,
@@ -222,7 +238,16 @@ mod tests {
                 root: 4,
                 algo: BcastAlgo::ScatterAllgather,
             },
-            Work::Reduce { root: 3, op: loc },
+            Work::Reduce {
+                root: 3,
+                op: loc,
+                tree: ReduceTree::Binomial,
+            },
+            Work::Reduce {
+                root: 1,
+                op: sum,
+                tree: ReduceTree::Kary(7),
+            },
             Work::Allreduce {
                 op: sum,
                 algo: AllreduceAlgo::Ring,
@@ -244,6 +269,7 @@ mod tests {
         let mut b = sample(Work::Reduce {
             root: 0,
             op: Predefined::new(Op::Sum, Elem::I32).unwrap(),
+            tree: ReduceTree::Binomial,
         })
         .encode();
         b[3] = 16;

@@ -13,12 +13,13 @@
 //!    local rank dies without detaching.
 
 use super::core::{Core, Header, Transmit};
-use super::desc::Desc;
+use super::desc::{Desc, Work};
 use crate::engine::doorbell::Doorbell;
 use crate::shm::engine_seg::{self as es, EngineSeg};
 use lanai_common::knobs;
 use lanai_tcp::TcpTransport;
 use lanai_wire::envelope::{Envelope, Kind};
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -208,13 +209,21 @@ fn serve(a: &Args) -> Result<(), String> {
         seen: vec![0; local_size],
         epoch: Instant::now(),
         spin: a.spin,
+        barrier_taken: HashMap::new(),
+        barrier_time: Duration::ZERO,
+        barriers: 0,
     };
     let r = srv.serve_loop();
     if knobs::get_bool(&knobs::STATS) {
         let s = srv.core.stats();
+        let barrier_us = if srv.barriers == 0 {
+            0.0
+        } else {
+            srv.barrier_time.as_secs_f64() * 1e6 / srv.barriers as f64
+        };
         lanai_common::say!(
-            "lanai: stats engine node {}: descriptors {} unexpected {} retries {} bounced {} max in flight {}",
-            a.node, s.descriptors, s.unexpected, s.retries, s.bounced, s.max_in_flight
+            "lanai: stats engine node {}: descriptors {} unexpected {} retries {} bounced {} max in flight {} barrier_us {:.2}",
+            a.node, s.descriptors, s.unexpected, s.retries, s.bounced, s.max_in_flight, barrier_us
         );
     }
     if let Some(t) = srv.tcp.as_mut() {
@@ -235,6 +244,12 @@ struct Server {
     seen: Vec<u32>,
     epoch: Instant,
     spin: Duration,
+    /// When each slot's barrier was taken, for the engine's own barrier
+    /// latency in the stats (seed 000 section 4.1 subtracts it from the
+    /// MPI-level latency).
+    barrier_taken: HashMap<(usize, usize), Instant>,
+    barrier_time: Duration,
+    barriers: u64,
 }
 
 enum Exit {
@@ -376,6 +391,9 @@ impl Server {
                     .store(es::SLOT_TAKEN, Ordering::Release);
                 match Desc::decode(&raw) {
                     Ok(d) if (d.len as usize) <= self.seg.slot_bytes() => {
+                        if matches!(d.work, Work::Barrier(_)) {
+                            self.barrier_taken.insert((i, s), Instant::now());
+                        }
                         let data = self.seg.read_data(i, s, d.input_len());
                         self.core.post(i, s, &d, data);
                     }
@@ -468,6 +486,10 @@ impl Server {
         }
         while let Some(c) = self.core.poll_completion() {
             did = true;
+            if let Some(t) = self.barrier_taken.remove(&(c.local, c.slot)) {
+                self.barrier_time += t.elapsed();
+                self.barriers += 1;
+            }
             match c.outcome {
                 Ok(res) => {
                     let res = res.unwrap_or_default();

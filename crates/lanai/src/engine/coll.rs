@@ -54,6 +54,20 @@ impl CollOut {
         }
     }
 
+    /// Copies `res` to byte `at` of a whole-buffer result: one chunk of a
+    /// pipelined offloaded operation.
+    pub(super) fn deliver_at(&self, at: usize, res: &[u8]) {
+        if at == 0 || self.pieces.is_some() {
+            debug_assert!(at == 0, "chunked results go to whole buffers");
+            return self.deliver(res);
+        }
+        let dst = self.buf.as_mut_slice();
+        let end = at.saturating_add(res.len()).min(dst.len());
+        if at < end {
+            dst[at..end].copy_from_slice(&res[..end - at]);
+        }
+    }
+
     /// Copies `res` out (see `place`).
     pub(super) fn deliver(&self, res: &[u8]) {
         match &self.pieces {

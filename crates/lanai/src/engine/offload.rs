@@ -15,14 +15,16 @@ use crate::offload::desc::{Desc, Work};
 use crate::offload::server::engine_prefix;
 use crate::shm::engine_seg::{self as es, EngineSeg};
 use lanai_common::knobs;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Slots per rank; each holds one operation in flight.
+/// Slots per rank; each holds one operation (or one chunk of a large one)
+/// in flight.
 const SLOTS: usize = 16;
-/// Largest input or result one slot holds; larger operations stay on the host.
+/// Largest input or result one slot holds; larger operations go in chunks
+/// of this size, each its own instance, pipelined over the slots.
 pub const SLOT_BYTES: usize = 64 * 1024;
 /// How long the node's first rank waits for a new engine to say ready.
 const START_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,9 +74,20 @@ impl OffloadSet {
 /// What a busy slot will do when the engine finishes it.
 #[derive(Debug)]
 struct Pending {
-    /// The request to complete; `None` when it completed at posting.
+    /// The request to complete once all its chunks are done; `None` when it
+    /// completed at posting.
     req: Option<usize>,
     out: Option<CollOut>,
+    /// Where this chunk's result goes in `out`.
+    at: usize,
+}
+
+impl Pending {
+    const NOTHING: Pending = Pending {
+        req: None,
+        out: None,
+        at: 0,
+    };
 }
 
 /// This rank's connection to its node's engine.
@@ -88,6 +101,12 @@ pub struct Offload {
     eprefix: String,
     posted: u32,
     slots: Vec<Option<Pending>>,
+    /// Descriptors waiting for a free slot, in program order: a nonblocking
+    /// call never waits for the engine, and the engine takes each rank's
+    /// descriptors in order, so everything queues behind these.
+    queue: VecDeque<(Desc, Vec<u8>, Pending)>,
+    /// Chunks still to finish, per request.
+    chunks_left: HashMap<usize, u32>,
     registered: HashSet<u32>,
     /// The node's first rank owns the engine process.
     child: Option<std::process::Child>,
@@ -292,6 +311,8 @@ pub fn connect(
         eprefix: engine_prefix(&job.name_prefix()),
         posted: 0,
         slots: (0..SLOTS).map(|_| None).collect(),
+        queue: VecDeque::new(),
+        chunks_left: HashMap::new(),
         registered: HashSet::new(),
         child,
     }))
@@ -300,6 +321,16 @@ pub fn connect(
 impl Offload {
     fn free_slot(&self) -> Option<usize> {
         self.slots.iter().position(Option::is_none)
+    }
+
+    /// Posts queued descriptors, in order, while slots are free.
+    fn flush(&mut self, bell: Option<&Doorbell>) {
+        while let Some(s) = self.free_slot() {
+            let Some((d, input, p)) = self.queue.pop_front() else {
+                break;
+            };
+            self.post(bell, s, d, &input, p);
+        }
     }
 
     fn post(&mut self, bell: Option<&Doorbell>, s: usize, mut d: Desc, data: &[u8], p: Pending) {
@@ -320,7 +351,7 @@ impl Offload {
     }
 
     pub fn busy(&self) -> bool {
-        self.slots.iter().any(Option::is_some)
+        !self.queue.is_empty() || self.slots.iter().any(Option::is_some)
     }
 
     /// A rank about to sleep with slots in use wants to be rung when one
@@ -479,13 +510,23 @@ impl Engine {
             }
             _ => return Ok(None),
         };
-        if len > SLOT_BYTES || 4 * size as usize > SLOT_BYTES {
+        if 4 * size as usize > SLOT_BYTES {
             return Ok(None);
         }
+        // Reductions split on element boundaries.
+        let chunk = match work {
+            Work::Reduce { op, .. } | Work::Allreduce { op, .. } => {
+                SLOT_BYTES / op.elem.size() * op.elem.size()
+            }
+            _ => SLOT_BYTES,
+        };
+        let chunks = len.div_ceil(chunk).max(1);
+        let Ok(nchunks) = u32::try_from(chunks) else {
+            return Ok(None);
+        };
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
-        cm.coll_seq = cm.coll_seq.wrapping_add(1);
-        let cm: Comm = cm.clone();
+        cm.coll_seq = cm.coll_seq.wrapping_add(nchunks);
         let ctx = cm.coll_ctx();
         let lead = cm.world_rank(0);
         if !self
@@ -504,14 +545,7 @@ impl Engine {
                 size,
                 len: members.len() as u32,
             };
-            self.offload_post(
-                d,
-                &members,
-                Pending {
-                    req: None,
-                    out: None,
-                },
-            )?;
+            self.offload_post(d, members, Pending::NOTHING);
             if let Some(o) = self.offload.as_mut() {
                 o.registered.insert(ctx);
             }
@@ -519,37 +553,50 @@ impl Engine {
         let req = self.st.reqs.insert(Op::Coll);
         if completes_at_post {
             self.st.reqs.complete(req, coll_status());
+        } else if let Some(o) = self.offload.as_mut() {
+            o.chunks_left.insert(req, nchunks);
         }
-        let d = Desc {
-            work,
-            post_no: 0,
-            ctx,
-            lead,
-            seq,
-            rank,
-            size,
-            len: len as u32,
-        };
-        let p = Pending {
-            req: (!completes_at_post).then_some(req),
-            out,
-        };
-        self.offload_post(d, &input, p)?;
+        for (i, at) in (0..len.max(1)).step_by(chunk).enumerate() {
+            let clen = chunk.min(len - at.min(len));
+            let work = match work {
+                Work::Allreduce { op, .. } => Work::Allreduce {
+                    op,
+                    algo: algos.allreduce.resolve(size, clen),
+                },
+                w => w,
+            };
+            let d = Desc {
+                work,
+                post_no: 0,
+                ctx,
+                lead,
+                seq: seq.wrapping_add(i as u32),
+                rank,
+                size,
+                len: clen as u32,
+            };
+            let data = if d.input_len() == 0 {
+                Vec::new()
+            } else {
+                input[at..at + clen].to_vec()
+            };
+            let p = Pending {
+                req: (!completes_at_post).then_some(req),
+                out: out.clone(),
+                at,
+            };
+            self.offload_post(d, data, p);
+        }
         Ok(Some(req))
     }
 
-    /// Posts into a free slot, waiting for one if all are busy.
-    fn offload_post(&mut self, d: Desc, input: &[u8], p: Pending) -> MpiResult<()> {
-        let mut slot = self.offload.as_ref().and_then(Offload::free_slot);
-        if slot.is_none() {
-            self.wait_until(|e| e.offload.as_ref().and_then(Offload::free_slot).is_some())?;
-            slot = self.offload.as_ref().and_then(Offload::free_slot);
+    /// Queues a descriptor and posts what fits in free slots.
+    fn offload_post(&mut self, d: Desc, input: Vec<u8>, p: Pending) {
+        let bell = self.net.doorbell.as_ref();
+        if let Some(o) = self.offload.as_mut() {
+            o.queue.push_back((d, input, p));
+            o.flush(bell);
         }
-        let (Some(o), Some(s)) = (self.offload.as_mut(), slot) else {
-            return Err(MpiError::internal("offload slot vanished"));
-        };
-        o.post(self.net.doorbell.as_ref(), s, d, input, p);
-        Ok(())
     }
 
     /// Completes the requests whose slots the engine finished.
@@ -567,10 +614,7 @@ impl Engine {
                 continue;
             }
             did = true;
-            let p = o.slots[s].take().unwrap_or(Pending {
-                req: None,
-                out: None,
-            });
+            let p = o.slots[s].take().unwrap_or(Pending::NOTHING);
             let n = o.seg.result_len(o.me, s).load(Ordering::Relaxed) as usize;
             let res = o.seg.read_data(o.me, s, n);
             o.seg
@@ -583,11 +627,21 @@ impl Engine {
                 )));
             }
             if let Some(out) = &p.out {
-                out.deliver(&res);
+                out.deliver_at(p.at, &res);
             }
             if let Some(req) = p.req {
-                self.st.reqs.complete(req, coll_status());
+                let left = o.chunks_left.get_mut(&req).map_or(0, |n| {
+                    *n -= 1;
+                    *n
+                });
+                if left == 0 {
+                    o.chunks_left.remove(&req);
+                    self.st.reqs.complete(req, coll_status());
+                }
             }
+        }
+        if did {
+            o.flush(self.net.doorbell.as_ref());
         }
         Ok(did)
     }
@@ -612,14 +666,8 @@ impl Engine {
             size: comm.size,
             len: 0,
         };
-        self.offload_post(
-            d,
-            &[],
-            Pending {
-                req: None,
-                out: None,
-            },
-        )
+        self.offload_post(d, Vec::new(), Pending::NOTHING);
+        Ok(())
     }
 
     /// `MPI_Finalize`: waits for this rank's slots, then detaches.

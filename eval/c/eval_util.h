@@ -1,4 +1,5 @@
-/* eval_util.h: helpers shared by overlap.c, reduce_cpu.c and reduce_lat.c.
+/* eval_util.h: helpers shared by the eval programs (overlap.c, reduce_cpu.c,
+ * reduce_lat.c, barrier_ovh.c, barrier_gran.c, barrier_skew.c, synth_app.c).
  *
  * A monotonic clock that is not MPI, a seeded per-rank random stream, a
  * calibrated busy loop, and a stop flag that rank 0 broadcasts so that a
@@ -88,6 +89,70 @@ static inline void eu_fail(const char *prog, const char *msg) {
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
+}
+
+/* A uniform double in [0, 1) from the stream (53 random bits). */
+static inline double eu_uniform(uint64_t *state) {
+    return (double)(eu_rand(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The seed of a per-rank stream: the same for a given (rank, a, b) on every
+ * implementation, so runs are reproducible and comparable. */
+static inline uint64_t eu_seed(int rank, uint64_t a, uint64_t b) {
+    uint64_t s = 0x5eed000000000000ull ^ ((uint64_t)(rank + 1) << 40) ^ (a << 20) ^ b;
+    (void)eu_rand(&s); /* one step, so nearby seeds do not start alike */
+    return s;
+}
+
+/* "Compute" for us microseconds of wall time: a busy wait on MPI_Wtime (time
+ * spent descheduled counts, as it would for a real computation). Returns the
+ * microseconds actually spent. */
+static inline double eu_compute_us(double us) {
+    double t0 = MPI_Wtime(), end = t0 + us * 1e-6, t;
+    do {
+        t = MPI_Wtime();
+    } while (t < end);
+    return (t - t0) * 1e6;
+}
+
+/* Iterations that fill budget_us, from rank 0's measured time per iteration;
+ * rank 0 broadcasts the count, so every rank runs the same number. */
+static inline long eu_agree_iters(double per_iter_us, double budget_us, long min_iters,
+                                  long max_iters) {
+    int rank;
+    long n = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        double want = per_iter_us > 0 ? budget_us / per_iter_us : (double)max_iters;
+        n = want < (double)min_iters ? min_iters
+                                     : (want > (double)max_iters ? max_iters : (long)want);
+    }
+    MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    return n;
+}
+
+/* Parses a comma-separated list of non-negative numbers into out (at most
+ * max); returns how many. */
+static inline int eu_parse_list(const char *s, double *out, int max) {
+    int n = 0;
+    while (s && *s && n < max) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s) break;
+        out[n++] = v < 0 ? 0 : v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Gathers k doubles from every rank to rank 0 (NULL elsewhere; free it). */
+static inline double *eu_gather(const double *mine, int k) {
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double *all = rank == 0 ? malloc(sizeof(double) * (size_t)k * (size_t)size) : NULL;
+    MPI_Gather(mine, k, MPI_DOUBLE, all, k, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return all;
 }
 
 #endif

@@ -6,6 +6,8 @@
 mod conn;
 mod error;
 pub mod link;
+#[cfg(test)]
+mod shutdown_tests;
 mod transport;
 
 pub use error::TcpError;

@@ -359,6 +359,14 @@ impl TcpTransport {
             .sum()
     }
 
+    fn conn_ids(&self) -> Vec<ConnId> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.conn.as_ref().map(|_| token(i, s.gen)))
+            .collect()
+    }
+
     fn slot_of(&self, id: ConnId) -> Option<usize> {
         let idx = (id & 0xffff_ffff).checked_sub(FIRST_CONN)? as usize;
         let slot = self.slots.get(idx)?;
@@ -938,6 +946,17 @@ impl TcpTransport {
                     self.record(TcpError::PeerClosed { rank });
                 }
             }
+            AfterDecision::Stale if d == Decision::Accept => {
+                // The peer now counts this connection as up (we are shutting
+                // down, or chose another): a goodbye makes its EOF orderly.
+                if let Some(mut c) = self.close_conn(id) {
+                    self.stats.connections += 1;
+                    c.out.extend_from_slice(&frame::bye_frame());
+                    let _ = c.flush_out();
+                    let _ = c.sock.shutdown(Shutdown::Write);
+                }
+                self.debug(format_args!("said goodbye to rank {rank} after its accept"));
+            }
             AfterDecision::Stale => {
                 self.close_conn(id);
             }
@@ -1064,7 +1083,9 @@ impl TcpTransport {
     }
 
     /// Flushes, says goodbye to every connected peer (so their later EOF is
-    /// not a failure), and closes everything. Sends fail afterwards.
+    /// not a failure), lets handshakes in flight finish (a peer that accepted
+    /// ours gets a goodbye too; one dialling us is told we are shutting
+    /// down), and closes everything. Sends fail afterwards.
     pub fn shutdown(
         &mut self,
         timeout: Duration,
@@ -1076,14 +1097,11 @@ impl TcpTransport {
         for link in &mut self.links {
             link.close();
         }
+        // Connections already made to us get an answer ("shutting down")
+        // rather than a reset, so their owner does not retry into a closed port.
+        self.accept_all();
         let bye = frame::bye_frame();
-        let ids: Vec<ConnId> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.conn.as_ref().map(|_| token(i, s.gen)))
-            .collect();
-        for &id in &ids {
+        for id in self.conn_ids() {
             if let Some(c) = self.conn_mut(id) {
                 if matches!(c.phase, Phase::Up) {
                     c.out.extend_from_slice(&bye);
@@ -1094,7 +1112,9 @@ impl TcpTransport {
             }
         }
         self.lenient = true;
-        while self.pending_bytes() > 0 && Instant::now() < deadline {
+        // Handshakes in flight run to their end: a peer may already count
+        // one as up (we then say goodbye on it), or be owed a rejection.
+        while (self.pending_bytes() > 0 || self.handshaking > 0) && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             if self.progress(Some(left), deliver).is_err() {
                 break;
@@ -1102,7 +1122,7 @@ impl TcpTransport {
         }
         self.lenient = false;
         let pending = self.pending_bytes();
-        for id in ids {
+        for id in self.conn_ids() {
             if let Some(c) = self.close_conn(id) {
                 let _ = c.sock.shutdown(Shutdown::Write);
             }

@@ -264,6 +264,40 @@ def test_large_collectives_run_in_pipelined_chunks(exes, nranks, nodes):
         assert _stat(fields, "descriptors", fields) >= 382 * (nranks // nodes), fields
 
 
+@needs_engine
+def test_auto_declines_when_engines_would_share_cores(exes):
+    """The default, LANAI_OFFLOAD=auto, starts no engine where ranks and
+    engines do not each get a core (2 cores, 4 ranks, 2 nodes), silently."""
+    nranks, nodes = 4, 2
+    want = host_digest(exes, nranks, nodes)
+    exe = exes[COLL]
+    before = _engines()
+    r = run(_lanairun(exe, nranks, nodes), exe, "auto", {"LANAI_CORES": "2", "LANAI_STATS": "1"})
+    check_ok(r)
+    assert digest(r) == want
+    assert not STATS_LINE.findall(r.output), "an engine ran\n" + r.r.tail()
+    assert "offload engine" not in r.output, r.r.tail()
+    assert not (_engines() - before)
+
+
+@needs_engine
+def test_auto_offloads_nonblocking_and_reduce_when_cores_allow(exes):
+    """With a core per rank and per engine (LANAI_CORES says 64), auto runs
+    engines: nonblocking collectives complete while ranks compute, and
+    results are bitwise the host path's."""
+    nranks, nodes = 4, 2
+    want = host_digest(exes, nranks, nodes)
+    exe = exes[COLL]
+    r = run(_lanairun(exe, nranks, nodes), exe, "auto", {"LANAI_CORES": "64", "LANAI_STATS": "1"})
+    check_ok(r)
+    assert digest(r) == want
+    assert_async(r, nranks)
+    lines = STATS_LINE.findall(r.output)
+    assert len(lines) == nodes, r.r.tail()
+    for _, fields in lines:
+        assert _stat(fields, "descriptors", fields) > 0, fields
+
+
 STATS_LINE = re.compile(r"^lanai: stats engine node (\d+):(.*)$", re.M)
 
 

@@ -33,6 +33,7 @@ knobs! {
     SHM_RING_BYTES = ("LANAI_SHM_RING_BYTES", "65536", "Bytes in each per-pair shared-memory ring (a power of two, at least 4096)");
     SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (one copy with process_vm_readv when the kernel allows it, else through the ring) or 'off' (always through the ring)");
     TCP_ADDR = ("LANAI_TCP_ADDR", "auto", "Address the TCP listener binds to: 'auto' (loopback when the job is on one host, else the host's address) or an IP");
+    CORES = ("LANAI_CORES", "auto", "Cores this host gives the job: 'auto' (the affinity mask) or a count; decides whether ranks may spin and whether LANAI_OFFLOAD=auto starts engines");
     SPIN = ("LANAI_SPIN", "auto", "How long a waiting rank polls before it sleeps: 'auto' (20 ms with a core of its own; 50 polls, yielding, when ranks outnumber cores) or a number of polls");
     STATS = ("LANAI_STATS", "0", "1: each rank prints connections, messages and bytes per transport at MPI_Finalize");
     DEBUG = ("LANAI_DEBUG", "0", "1: log connection and bootstrap events to stderr");
@@ -43,7 +44,7 @@ knobs! {
     REDUCE = ("LANAI_REDUCE", "auto", "Reduce tree: auto (binomial), binomial, kary (fan-out LANAI_REDUCE_FANOUT; each subtree a contiguous rank range, so non-commutative operations stay in rank order); floating-point results are fixed for a given tree but differ in the last bits between trees");
     REDUCE_FANOUT = ("LANAI_REDUCE_FANOUT", "2", "Fan-out of LANAI_REDUCE=kary: 1 is a chain, ranks - 1 or more a flat tree");
     ALLREDUCE = ("LANAI_ALLREDUCE", "auto", "Allreduce algorithm: auto (recursive_doubling up to 64 KiB on powers of two; above, rabenseifner or ring), recursive_doubling, reduce_bcast, rabenseifner, ring; all give bitwise-identical results");
-    OFFLOAD = ("LANAI_OFFLOAD", "none", "Collectives the per-node offload engine (lanai-engine) runs: none, all, or a comma list of barrier, reduce, allreduce, bcast (blocking and nonblocking alike; predefined operations, up to 64 KiB)");
+    OFFLOAD = ("LANAI_OFFLOAD", "auto", "Collectives the per-node offload engine (lanai-engine) runs: auto (nonblocking collectives and reduce, on communicators that span nodes, when every node has a core per rank and per engine; measured slower when engines share cores with ranks, so off on small hosts), none, all, or a comma list of barrier, reduce, allreduce, bcast (blocking and nonblocking alike; predefined operations, any size: above 64 KiB in pipelined chunks)");
     OFFLOAD_POOL = ("LANAI_OFFLOAD_POOL", "1048576", "Bytes of early messages from other nodes an offload engine keeps; beyond that it sends them back and the sender retries later");
     ENGINE_PATH = ("LANAI_ENGINE_PATH", "auto", "The lanai-engine program: 'auto' (bin/lanai-engine beside the library's lib/ directory, else on PATH) or a path");
     BIND = ("LANAI_BIND", "none", "lanairun: 'core' pins rank i to the i-th available core when ranks do not outnumber cores; 'none' leaves placement to the kernel (measured faster on this 2-core VM when it is otherwise idle)");

@@ -245,7 +245,7 @@ unsafe fn nonblocking(
 mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Wait) }; }
-    blocking("MPI_Barrier", comm, |e| e.ibarrier(comm_idx(comm)?))
+    blocking("MPI_Barrier", comm, |e| e.start_barrier(comm_idx(comm)?, true))
 }}
 
 mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -264,12 +264,13 @@ unsafe fn bcast(
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
     let root = check_root(e, ci, root)?;
     // SAFETY: forwarded from this function's contract.
     let b = unsafe { user_buf(buffer, count, datatype)? };
-    e.ibcast(ci, b, root)
+    e.start_bcast(ci, b, root, blocking)
 }
 
 /// Broadcast, blocking or not, with the buffer staged for derived types.
@@ -285,6 +286,7 @@ unsafe fn bcast_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -300,7 +302,7 @@ unsafe fn bcast_staged(
         },
         |e, a| {
             // SAFETY: the staged buffer lives until the collective completes.
-            unsafe { bcast(e, a[0].ptr(), a[0].count(), a[0].dt(), root, comm) }
+            unsafe { bcast(e, a[0].ptr(), a[0].count(), a[0].dt(), root, comm, blocking) }
         },
     )
 }

@@ -416,11 +416,16 @@ impl Engine {
     }
 
     pub fn barrier(&mut self, comm: usize) -> MpiResult<()> {
-        let req = self.ibarrier(comm)?;
+        let req = self.start_barrier(comm, true)?;
         self.finish_coll(req)
     }
 
     pub fn ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
+        self.start_barrier(comm, false)
+    }
+
+    /// `blocking`: `MPI_Barrier`, whose caller waits at once.
+    pub fn start_barrier(&mut self, comm: usize, blocking: bool) -> MpiResult<usize> {
         super::intercomm::reject(self.comms.get(comm)?)?;
         if self.comms.get(comm)?.size == 1 {
             // Alone: nothing to wait for, and no sequence number to keep in step.
@@ -428,7 +433,7 @@ impl Engine {
             self.st.reqs.complete(req, coll_status());
             return Ok(req);
         }
-        if let Some(req) = self.try_offload(comm, Offered::Barrier)? {
+        if let Some(req) = self.try_offload(comm, Offered::Barrier, blocking)? {
             return Ok(req);
         }
         if let Some(req) = self.central_barrier(comm)? {
@@ -441,13 +446,24 @@ impl Engine {
     }
 
     pub fn bcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<()> {
-        let req = self.ibcast(comm, buf, root)?;
+        let req = self.start_bcast(comm, buf, root, true)?;
         self.finish_coll(req)
     }
 
-    /// Broadcast of `buf` from `root`; non-roots' `buf` is written at completion.
     pub fn ibcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<usize> {
-        if let Some(req) = self.try_offload(comm, Offered::Bcast { buf, root })? {
+        self.start_bcast(comm, buf, root, false)
+    }
+
+    /// Broadcast of `buf` from `root`; non-roots' `buf` is written at
+    /// completion. `blocking`: `MPI_Bcast`.
+    pub fn start_bcast(
+        &mut self,
+        comm: usize,
+        buf: UserBuf,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<usize> {
+        if let Some(req) = self.try_offload(comm, Offered::Bcast { buf, root }, blocking)? {
             return Ok(req);
         }
         let (rank, size) = self.rank_size(comm)?;
@@ -489,7 +505,9 @@ impl Engine {
             root,
             op: &op,
         };
-        if let Some(req) = self.try_offload(comm, offered)? {
+        // A non-root's blocking reduce returns once its data is handed over
+        // either way, so the flag does not matter here.
+        if let Some(req) = self.try_offload(comm, offered, false)? {
             return Ok(req);
         }
         let (rank, size) = self.rank_size(comm)?;
@@ -516,7 +534,7 @@ impl Engine {
             out,
             op: &op,
         };
-        if let Some(req) = self.try_offload(comm, offered)? {
+        if let Some(req) = self.try_offload(comm, offered, blocking)? {
             return Ok(req);
         }
         let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {

@@ -93,8 +93,14 @@ fn debug_log(on: bool, rank: u32, msg: impl FnOnce() -> String) {
     }
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// Cores this host gives the job: `LANAI_CORES`, else the affinity mask's.
+fn cores() -> MpiResult<usize> {
+    match knobs::get(&knobs::CORES).as_str() {
+        "auto" => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        n => n.parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
+            MpiError::other(format!("LANAI_CORES={n:?}: expected 'auto' or a count of 1 or more"))
+        }),
+    }
 }
 
 impl Engine {
@@ -119,13 +125,17 @@ impl Engine {
         };
         let offload_set =
             offload::OffloadSet::parse(&knobs::get(&knobs::OFFLOAD)).map_err(MpiError::other)?;
+        let cores = cores()?;
+        // Engines on this host: emulated nodes share its cores.
+        let engines_if_on = if job.single_host { job.node_count() } else { 1 };
+        // `auto` starts an engine only where it gets a core of its own.
+        let engine_here = offload_set.any()
+            && job.size > 1
+            && (!offload_set.auto
+                || offload::auto_fits(job.node_count(), ranks_here, engines_if_on, cores));
         // An engine needs a core too, or a spinning rank starves it.
-        let engines_here = match (offload_set.any() && job.size > 1, job.single_host) {
-            (false, _) => 0,
-            (true, true) => job.node_count(),
-            (true, false) => 1,
-        };
-        let oversubscribed = ranks_here + engines_here > cores();
+        let engines_here = if engine_here { engines_if_on } else { 0 };
+        let oversubscribed = ranks_here + engines_here > cores;
         let settings = Settings {
             eager_limit: knobs::get_usize(&knobs::EAGER_LIMIT).map_err(MpiError::other)?,
             single_copy: match knobs::get(&knobs::SINGLE_COPY).as_str() {
@@ -191,7 +201,12 @@ impl Engine {
             net.shm = Some(node);
         }
         // The engine rings ranks through the doorbell, even a node's only rank.
-        let want_offload = settings.offload.any() && pmi.is_some() && job.size > 1;
+        // Every node's first rank says whether its engine runs (`auto` may
+        // decline on one node and not another); one without spoils it for all.
+        let want_offload = settings.offload.any()
+            && pmi.is_some()
+            && job.size > 1
+            && (!settings.offload.auto || job.node_count() > 1);
         if local.len() > 1 || want_offload {
             let d = doorbell::Doorbell::bind(&job.name_prefix(), job.rank)
                 .map_err(|e| MpiError::other(format!("cannot create wake-up socket: {e}")))?;
@@ -201,10 +216,14 @@ impl Engine {
         let mut engine = None;
         if let Some(p) = pmi.as_mut() {
             if want_offload && my_local == 0 {
-                let spin_us = if settings.oversubscribed { 0 } else { 50 };
-                let started = offload::start(&job, tcp_bind_ip(&job)?, spin_us);
-                offload::publish(p, job.my_node(), &started)?;
-                engine = Some(started);
+                if engine_here {
+                    let spin_us = if settings.oversubscribed { 0 } else { 50 };
+                    let started = offload::start(&job, tcp_bind_ip(&job)?, spin_us);
+                    offload::publish(p, job.my_node(), &started)?;
+                    engine = Some(started);
+                } else {
+                    offload::publish(p, job.my_node(), &Err("declined".into()))?;
+                }
             }
             if multi_node {
                 bootstrap::secret_before_barrier(p, job.rank)?;

@@ -36,6 +36,18 @@ pub struct OffloadSet {
     pub bcast: bool,
     pub reduce: bool,
     pub allreduce: bool,
+    /// `auto`: only nonblocking collectives and reductions (blocking or
+    /// not), only on communicators that span nodes, and only when every
+    /// node has a core for its engine (see `auto_fits`).
+    pub auto: bool,
+}
+
+/// Whether `auto` runs an engine on a node: the job spans nodes, and the
+/// node's ranks and engines each have a core. Measured on 2 cores, an
+/// engine that shares a core with ranks makes every offloaded collective
+/// slower (docs/decisions.md), as a NIC without its own processor would.
+pub fn auto_fits(nodes: usize, ranks_here: usize, engines_here: usize, cores: usize) -> bool {
+    nodes > 1 && ranks_here + engines_here <= cores
 }
 
 impl OffloadSet {
@@ -44,12 +56,22 @@ impl OffloadSet {
         for w in v.split(',').map(str::trim) {
             match w {
                 "none" | "" => {}
+                "auto" => {
+                    s = OffloadSet {
+                        barrier: true,
+                        bcast: true,
+                        reduce: true,
+                        allreduce: true,
+                        auto: true,
+                    }
+                }
                 "all" => {
                     s = OffloadSet {
                         barrier: true,
                         bcast: true,
                         reduce: true,
                         allreduce: true,
+                        auto: false,
                     }
                 }
                 "barrier" => s.barrier = true,
@@ -58,7 +80,7 @@ impl OffloadSet {
                 "allreduce" => s.allreduce = true,
                 other => {
                     return Err(format!(
-                        "LANAI_OFFLOAD: unknown {other:?}; the choices are none, all, or a comma list of barrier, reduce, allreduce, bcast"
+                        "LANAI_OFFLOAD: unknown {other:?}; the choices are auto, none, all, or a comma list of barrier, reduce, allreduce, bcast"
                     ))
                 }
             }
@@ -431,13 +453,31 @@ pub enum Offered<'a> {
 impl Engine {
     /// Runs the collective in the engine if `LANAI_OFFLOAD` asks for it and
     /// the engine can: `Some(request)`, else `None` (the host runs it).
-    pub fn try_offload(&mut self, comm: usize, what: Offered<'_>) -> MpiResult<Option<usize>> {
+    /// `blocking`: the caller waits at once (`MPI_Barrier`, not `MPI_Ibarrier`).
+    /// Every rank decides alike: the inputs are the same on all of them.
+    pub fn try_offload(
+        &mut self,
+        comm: usize,
+        what: Offered<'_>,
+        blocking: bool,
+    ) -> MpiResult<Option<usize>> {
         let Some(o) = self.offload.as_ref() else {
             return Ok(None);
         };
         let cm = self.comms.get(comm)?;
         if cm.is_inter() || cm.size < 2 {
             return Ok(None);
+        }
+        if o.set.auto {
+            if blocking && !matches!(what, Offered::Reduce { .. }) {
+                return Ok(None);
+            }
+            // Within one node the shared-memory paths need no help.
+            let node_of = &self.job.node_of;
+            let first = node_of[cm.world_rank(0) as usize];
+            if (1..cm.size).all(|r| node_of[cm.world_rank(r) as usize] == first) {
+                return Ok(None);
+            }
         }
         let (rank, size) = (cm.rank, cm.size);
         let algos = self.settings.algos;
@@ -681,5 +721,34 @@ impl Engine {
             o.detach(bell);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offload_sets_parse() {
+        let auto = OffloadSet::parse("auto").unwrap();
+        assert!(auto.auto && auto.any());
+        let all = OffloadSet::parse("all").unwrap();
+        assert!(!all.auto && all.barrier && all.reduce);
+        let some = OffloadSet::parse("reduce, bcast").unwrap();
+        assert!(some.reduce && some.bcast && !some.barrier && !some.allreduce && !some.auto);
+        assert!(!OffloadSet::parse("none").unwrap().any());
+        assert!(OffloadSet::parse("barier").unwrap_err().contains("barier"));
+    }
+
+    #[test]
+    fn auto_wants_nodes_and_a_core_per_engine() {
+        // One node: nothing to offload.
+        assert!(!auto_fits(1, 2, 1, 16));
+        // Two ranks and their engine on 4 cores: room.
+        assert!(auto_fits(2, 2, 1, 4));
+        // This 2-core VM with emulated nodes: 2 ranks + 2 engines do not fit.
+        assert!(!auto_fits(2, 2, 2, 2));
+        assert!(auto_fits(4, 8, 4, 16));
+        assert!(!auto_fits(4, 16, 4, 16));
     }
 }

@@ -98,7 +98,9 @@ fn cores() -> MpiResult<usize> {
     match knobs::get(&knobs::CORES).as_str() {
         "auto" => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
         n => n.parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
-            MpiError::other(format!("LANAI_CORES={n:?}: expected 'auto' or a count of 1 or more"))
+            MpiError::other(format!(
+                "LANAI_CORES={n:?}: expected 'auto' or a count of 1 or more"
+            ))
         }),
     }
 }

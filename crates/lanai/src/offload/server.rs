@@ -29,6 +29,13 @@ const BOUNCE: u8 = 1;
 /// How often a sleeping engine checks that its ranks are alive.
 const LIVENESS: Duration = Duration::from_millis(100);
 
+/// How long an engine with operations in flight polls (yielding) before it
+/// sleeps. Measured at 2 ranks on 2 emulated nodes (2 cores): an offloaded
+/// barrier took 43 us with the engine asleep between messages and 11 us
+/// polling up to 200-1000 us; idle engines still sleep at once when
+/// oversubscribed, so computing ranks keep the cores.
+const IN_FLIGHT_SPIN: Duration = Duration::from_millis(1);
+
 #[derive(Debug)]
 struct Args {
     segment: String,
@@ -283,7 +290,14 @@ impl Server {
                 _ => {}
             }
             let since = *idle_since.get_or_insert_with(Instant::now);
-            if since.elapsed() < self.spin {
+            // With operations in flight the next message is due soon: poll,
+            // yielding, rather than pay a wake-up for it.
+            let spin = if self.core.in_flight() > 0 {
+                self.spin.max(IN_FLIGHT_SPIN)
+            } else {
+                self.spin
+            };
+            if since.elapsed() < spin {
                 std::thread::yield_now();
                 continue;
             }

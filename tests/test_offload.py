@@ -226,6 +226,21 @@ def test_offload_subset(exes, offload, barrier, allreduce):
 
 
 @needs_engine
+@pytest.mark.parametrize("barrier", ["dissemination", "pairwise"])
+def test_software_barriers_in_the_engine(exes, barrier):
+    """LANAI_BARRIER=<software> makes the engine run that algorithm instead
+    of acting as the node's device (the default); results and barrier
+    semantics (offload_coll checks exit times) hold either way."""
+    nranks, nodes = 5, 3
+    want = host_digest(exes, nranks, nodes)
+    exe = exes[COLL]
+    off = run(_lanairun(exe, nranks, nodes), exe, "all", {"LANAI_BARRIER": barrier})
+    check_ok(off)
+    assert digest(off) == want
+    assert_async(off, nranks)
+
+
+@needs_engine
 @pytest.mark.parametrize("fanout", [1, 3, 16], ids=["chain", "k3", "flat"])
 def test_reduce_tree_of_any_fan_out(exes, fanout):
     """LANAI_REDUCE=kary: host-based and offloaded runs build the same tree,

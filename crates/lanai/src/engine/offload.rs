@@ -489,7 +489,14 @@ impl Engine {
             bool,
         ) = match what {
             Offered::Barrier if o.set.barrier => (
-                Work::Barrier(algos.software_barrier()),
+                // The engine is the node's device unless software is asked for.
+                if algos.barrier_wants_central() {
+                    Work::DeviceBarrier {
+                        k: algos.barrier_tree_k,
+                    }
+                } else {
+                    Work::Barrier(algos.software_barrier())
+                },
                 Vec::new(),
                 0,
                 None,

@@ -74,9 +74,15 @@ pub const RETRY_US: u64 = 20;
 const RETRY_MAX_US: u64 = 2000;
 
 struct Part {
-    local: usize,
-    slot: usize,
+    /// The (local rank, slot) pairs this part completes: one, or every local
+    /// member's for a node's part of a device barrier.
+    waiters: Vec<(usize, usize)>,
+    /// World rank per machine rank, for routing: the members, or one member
+    /// per node for a node part.
     members: Arc<Vec<u32>>,
+    /// `NODE_PART` for a node's part (its machine ranks are node indexes),
+    /// else 0.
+    tag: u32,
     machine: Machine,
     error: Option<String>,
     /// Per peer: messages sent to it, and the next index expected from it.
@@ -98,7 +104,7 @@ impl Part {
         self.held.insert((src, idx), data);
         while let Some(d) = self.held.remove(&(src, *next)) {
             *next += 1;
-            if let Err(e) = self.machine.handle_message(src, &d) {
+            if let Err(e) = self.machine.handle_message(src & !self.tag, &d) {
                 self.error.get_or_insert(e.to_string());
             }
         }
@@ -109,7 +115,17 @@ struct CommEntry {
     members: Arc<Vec<u32>>,
     /// Local ranks that registered it.
     refs: u32,
+    /// One member per node the communicator spans, in order of first
+    /// appearance: the ranks of the tree of engines in a device barrier.
+    nodes: Arc<Vec<u32>>,
+    /// This node's index in `nodes`, and how many members it holds.
+    node_idx: u32,
+    here: usize,
 }
+
+/// Machine ranks of node parts carry this bit, which no communicator rank
+/// has (sizes fit in a C int).
+pub const NODE_PART: u32 = 1 << 31;
 
 struct Retry {
     due: u64,
@@ -125,6 +141,9 @@ pub struct Core {
     local_world: Vec<u32>,
     comms: HashMap<(u32, u32), CommEntry>,
     parts: HashMap<Key, Part>,
+    /// Device barriers waiting for the rest of this node's members:
+    /// (context, lead, sequence) -> their (local rank, slot) pairs.
+    gathering: HashMap<(u32, u32, u32), Vec<(usize, usize)>>,
     /// Messages between local machines whose receiver is not posted yet;
     /// bounded by what the local ranks posted, so not counted in the pool.
     early_local: HashMap<Key, Early>,
@@ -161,6 +180,7 @@ impl Core {
             local_world,
             comms: HashMap::new(),
             parts: HashMap::new(),
+            gathering: HashMap::new(),
             early_local: HashMap::new(),
             pool: HashMap::new(),
             pool_bytes: 0,
@@ -185,7 +205,7 @@ impl Core {
 
     /// Operations posted and not finished.
     pub fn in_flight(&self) -> usize {
-        self.parts.len()
+        self.parts.len() + self.gathering.len()
     }
 
     /// Local rank `local` posted `desc` in `slot`, with input `data`.
@@ -242,11 +262,29 @@ impl Core {
             Some(c) if *c.members == members => c.refs += 1,
             // A context reused for another group: the newest registration wins.
             _ => {
+                let mut nodes: Vec<u32> = Vec::new();
+                for &w in &members {
+                    let n = self.node_of[w as usize];
+                    if !nodes.iter().any(|&r| self.node_of[r as usize] == n) {
+                        nodes.push(w);
+                    }
+                }
+                let node_idx = nodes
+                    .iter()
+                    .position(|&r| self.node_of[r as usize] == self.node)
+                    .unwrap_or(0) as u32;
+                let here = members
+                    .iter()
+                    .filter(|&&w| self.node_of[w as usize] == self.node)
+                    .count();
                 self.comms.insert(
                     (desc.ctx, desc.lead),
                     CommEntry {
                         members: Arc::new(members),
                         refs: 1,
+                        nodes: Arc::new(nodes),
+                        node_idx,
+                        here,
                     },
                 );
             }
@@ -279,6 +317,7 @@ impl Core {
             ));
         }
         let made = match d.work {
+            Work::DeviceBarrier { k } => return self.gather(local, slot, d, k),
             Work::Barrier(a) => lanai_coll::barrier(rank, size, a),
             Work::Bcast { root, algo } => {
                 let buf = if rank == root { data } else { vec![0; len] };
@@ -298,16 +337,77 @@ impl Core {
                 d.seq, d.ctx
             ));
         }
-        let mut part = Part {
-            local,
-            slot,
-            members,
-            machine,
-            error: None,
-            sent: HashMap::new(),
-            expect: HashMap::new(),
-            held: BTreeMap::new(),
+        self.install(
+            key,
+            Part {
+                waiters: vec![(local, slot)],
+                members,
+                tag: 0,
+                machine,
+                error: None,
+                sent: HashMap::new(),
+                expect: HashMap::new(),
+                held: BTreeMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// A device barrier (seed 002): the engine is the node's device. Once
+    /// every local member has arrived, this node's part joins the tree of
+    /// engines (`leaders_barrier`, the host's cross-node algorithm), and its
+    /// end releases them all.
+    fn gather(&mut self, local: usize, slot: usize, d: &Desc, k: u32) -> Result<(), String> {
+        let c = self
+            .comms
+            .get(&(d.ctx, d.lead))
+            .ok_or_else(|| format!("context {:#x} is not registered", d.ctx))?;
+        let (nodes, node_idx, here) = (c.nodes.clone(), c.node_idx, c.here);
+        let id = (d.ctx, d.lead, d.seq);
+        let waiting = self.gathering.entry(id).or_default();
+        if waiting.iter().any(|&(l, _)| l == local) {
+            return Err(format!(
+                "instance {} of context {:#x} posted twice by rank {}",
+                d.seq, d.ctx, d.rank
+            ));
+        }
+        waiting.push((local, slot));
+        if waiting.len() < here {
+            return Ok(());
+        }
+        let waiters = self.gathering.remove(&id).unwrap_or_default();
+        let machine = match lanai_coll::leaders_barrier(node_idx, nodes.len() as u32, k) {
+            Ok(m) => m,
+            Err(e) => {
+                // Fail every member here, not only the last to arrive.
+                for &(l, s) in &waiters {
+                    self.done.push_back(Completion {
+                        local: l,
+                        slot: s,
+                        outcome: Err(e.to_string()),
+                    });
+                }
+                return Ok(());
+            }
         };
+        self.install(
+            (d.ctx, d.lead, d.seq, NODE_PART | node_idx),
+            Part {
+                waiters,
+                members: nodes,
+                tag: NODE_PART,
+                machine,
+                error: None,
+                sent: HashMap::new(),
+                expect: HashMap::new(),
+                held: BTreeMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Starts `part`, handing it what arrived for it ahead of time.
+    fn install(&mut self, key: Key, mut part: Part) {
         let early = self.early_local.remove(&key).into_iter().flatten();
         let pooled = self.pool.remove(&key).unwrap_or_default();
         self.pool_bytes -= pooled.iter().map(|(_, _, m)| m.len()).sum::<usize>();
@@ -315,9 +415,8 @@ impl Core {
             part.feed(from, idx, msg);
         }
         self.parts.insert(key, part);
-        self.stats.max_in_flight = self.stats.max_in_flight.max(self.parts.len());
+        self.stats.max_in_flight = self.stats.max_in_flight.max(self.in_flight());
         self.dirty.push(key);
-        Ok(())
     }
 
     /// A message from engine `node` arrived.
@@ -414,6 +513,7 @@ impl Core {
                 sends.push(o);
             }
             let members = p.members.clone();
+            let p_tag = p.tag;
             let mut bad = None;
             let mut routed = Vec::with_capacity(sends.len());
             for o in sends {
@@ -427,12 +527,13 @@ impl Core {
                     continue;
                 };
                 let node = self.node_of[w as usize];
+                let dst = o.to | p_tag;
                 let hdr = Header {
                     ctx: key.0,
                     lead: key.1,
                     seq: key.2,
                     src: key.3,
-                    dst: o.to,
+                    dst,
                     idx,
                 };
                 if node != self.node {
@@ -444,7 +545,7 @@ impl Core {
                     });
                     continue;
                 }
-                let to = (key.0, key.1, key.2, o.to);
+                let to = (key.0, key.1, key.2, dst);
                 match self.parts.get_mut(&to) {
                     Some(q) => {
                         q.feed(key.3, idx, o.data);
@@ -471,11 +572,13 @@ impl Core {
                 continue;
             };
             if let Some(p) = self.parts.remove(&key) {
-                self.done.push_back(Completion {
-                    local: p.local,
-                    slot: p.slot,
-                    outcome,
-                });
+                for (local, slot) in p.waiters {
+                    self.done.push_back(Completion {
+                        local,
+                        slot,
+                        outcome: outcome.clone(),
+                    });
+                }
             }
         }
     }

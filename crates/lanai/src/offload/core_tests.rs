@@ -33,6 +33,10 @@ fn f64s(v: &[f64]) -> Vec<u8> {
 fn machine(w: Work, rank: u32, size: u32, data: Vec<u8>, len: usize) -> Box<dyn Collective> {
     match w {
         Work::Barrier(a) => lanai_coll::barrier(rank, size, a).unwrap(),
+        // Any barrier: the reference only says "done, no result".
+        Work::DeviceBarrier { .. } => {
+            lanai_coll::barrier(rank, size, BarrierAlgo::Dissemination).unwrap()
+        }
         Work::Bcast { root, algo } => {
             let d = if rank == root { data } else { vec![0; len] };
             lanai_coll::bcast(rank, size, root, d, algo).unwrap()
@@ -218,6 +222,16 @@ fn run_engines(
                     .unwrap();
                 let m = groups[gi].0.members.iter().position(|&y| y == w).unwrap();
                 assert!(!finished[gi][ci][m], "completed twice");
+                if matches!(
+                    groups[gi].1[ci].work,
+                    Work::Barrier(_) | Work::DeviceBarrier { .. }
+                ) {
+                    // A barrier ends for no one before every member entered.
+                    assert!(
+                        next[gi].iter().all(|&k| k > ci + 1),
+                        "barrier {ci} of group {gi} released member {m} early"
+                    );
+                }
                 finished[gi][ci][m] = true;
                 results[gi][ci][m] = out;
             }
@@ -280,6 +294,15 @@ fn calls_for(size: usize, rng: &mut XorShift) -> Vec<Call> {
     ] {
         calls.push(Call {
             work: Work::Barrier(algo),
+            inputs: vec![Vec::new(); size],
+            len: 0,
+        });
+    }
+    // The engine as the node's device, in a chain, a binary tree and one
+    // central engine.
+    for k in [1, 2, 16] {
+        calls.push(Call {
+            work: Work::DeviceBarrier { k },
             inputs: vec![Vec::new(); size],
             len: 0,
         });

@@ -16,6 +16,11 @@ pub enum Work {
     /// This rank is done with `ctx`.
     Unregister,
     Barrier(BarrierAlgo),
+    /// A barrier through the node's device: the engine waits for every
+    /// local member, then runs the tree of engines with fan-out `k`.
+    DeviceBarrier {
+        k: u32,
+    },
     Bcast {
         root: u32,
         algo: BcastAlgo,
@@ -104,6 +109,7 @@ impl Desc {
             Work::Register => (1, 0, 0, 0, 0, 0),
             Work::Unregister => (2, 0, 0, 0, 0, 0),
             Work::Barrier(al) => (3, index_of(&BARRIER_ALGOS, &al), 0, 0, 0, 0),
+            Work::DeviceBarrier { k } => (7, 0, 0, 0, 0, k),
             Work::Bcast { root, algo } => (4, index_of(&BCAST_ALGOS, &algo), 0, 0, root, 0),
             Work::Reduce { root, op: p, tree } => (
                 5,
@@ -184,6 +190,7 @@ impl Desc {
                 op: op()?,
                 algo: pick(&ALLREDUCE_ALGOS, b[1], "allreduce algorithm")?,
             },
+            7 if fan >= 1 => Work::DeviceBarrier { k: fan },
             k => return Err(DescError(format!("unknown kind {k}"))),
         };
         if !matches!(work, Work::Register | Work::Unregister) && (size == 0 || rank >= size) {
@@ -234,6 +241,7 @@ mod tests {
             Work::Register,
             Work::Unregister,
             Work::Barrier(BarrierAlgo::PairwiseExchange),
+            Work::DeviceBarrier { k: 3 },
             Work::Bcast {
                 root: 4,
                 algo: BcastAlgo::ScatterAllgather,

@@ -4,7 +4,6 @@
 use crate::abi::consts as c;
 use crate::abi::consts::MPI_Datatype;
 use lanai_datatype::{Datatype, Named, Primitive};
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// What a predefined handle is made of.
@@ -155,10 +154,12 @@ pub struct Predef {
     pub dt: Datatype,
 }
 
-fn map() -> &'static HashMap<MPI_Datatype, Predef> {
-    static MAP: OnceLock<HashMap<MPI_Datatype, Predef>> = OnceLock::new();
+/// Sorted by handle: every send looks its datatype up here, and a binary
+/// search over ~70 integers is far cheaper than hashing.
+fn map() -> &'static [(MPI_Datatype, Predef)] {
+    static MAP: OnceLock<Vec<(MPI_Datatype, Predef)>> = OnceLock::new();
     MAP.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m: Vec<(MPI_Datatype, Predef)> = Vec::new();
         for &(h, name, kind) in TABLE {
             let dt = match kind {
                 Kind::Named(n) => Datatype::named(n),
@@ -168,15 +169,21 @@ fn map() -> &'static HashMap<MPI_Datatype, Predef> {
                 },
             };
             // Aliases (e.g. MPI_LONG_LONG) keep the first name listed.
-            m.entry(h).or_insert(Predef { name, dt });
+            if !m.iter().any(|(x, _)| *x == h) {
+                m.push((h, Predef { name, dt }));
+            }
         }
+        m.sort_by_key(|(h, _)| *h);
         m
     })
 }
 
 /// The predefined type behind `h`, if `h` is one.
 pub fn lookup(h: MPI_Datatype) -> Option<&'static Predef> {
-    map().get(&h)
+    let m = map();
+    m.binary_search_by_key(&h, |(x, _)| *x)
+        .ok()
+        .map(|i| &m[i].1)
 }
 
 /// The canonical predefined handle for a basic kind: what a derived type

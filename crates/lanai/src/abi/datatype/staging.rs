@@ -167,7 +167,11 @@ unsafe fn packed_view(
     count: c_int,
     h: MPI_Datatype,
 ) -> MpiResult<Option<View>> {
-    if predef::lookup(h).is_some() || !super::is_derived(h) {
+    // The common case first: a basic type, one match, no lock.
+    if crate::abi::types::predefined(h).is_some()
+        || predef::lookup(h).is_some()
+        || !super::is_derived(h)
+    {
         return Ok(None);
     }
     if count < 0 {

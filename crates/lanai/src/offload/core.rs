@@ -93,6 +93,24 @@ struct Part {
 }
 
 impl Part {
+    fn new(
+        waiters: Vec<(usize, usize)>,
+        members: Arc<Vec<u32>>,
+        tag: u32,
+        machine: Machine,
+    ) -> Self {
+        Part {
+            waiters,
+            members,
+            tag,
+            machine,
+            error: None,
+            sent: HashMap::new(),
+            expect: HashMap::new(),
+            held: BTreeMap::new(),
+        }
+    }
+
     /// Hands the machine `src`'s message `idx` once all before it are in.
     fn feed(&mut self, src: u32, idx: u32, data: Vec<u8>) {
         let next = self.expect.entry(src).or_insert(0);
@@ -337,19 +355,7 @@ impl Core {
                 d.seq, d.ctx
             ));
         }
-        self.install(
-            key,
-            Part {
-                waiters: vec![(local, slot)],
-                members,
-                tag: 0,
-                machine,
-                error: None,
-                sent: HashMap::new(),
-                expect: HashMap::new(),
-                held: BTreeMap::new(),
-            },
-        );
+        self.install(key, Part::new(vec![(local, slot)], members, 0, machine));
         Ok(())
     }
 
@@ -392,16 +398,7 @@ impl Core {
         };
         self.install(
             (d.ctx, d.lead, d.seq, NODE_PART | node_idx),
-            Part {
-                waiters,
-                members: nodes,
-                tag: NODE_PART,
-                machine,
-                error: None,
-                sent: HashMap::new(),
-                expect: HashMap::new(),
-                held: BTreeMap::new(),
-            },
+            Part::new(waiters, nodes, NODE_PART, machine),
         );
         Ok(())
     }

@@ -20,6 +20,7 @@ pub mod userbuf;
 
 mod attr;
 mod coll;
+mod coll_persistent;
 mod comm;
 mod env;
 mod errhandler;

@@ -3,9 +3,9 @@
 use super::consts as c;
 use super::consts::{MPI_Request, MPI_Status};
 use super::datatype::staging;
-use super::{call, empty_status, write_status};
+use super::{call, empty_status, errors, state, write_status};
 use crate::engine::error::{MpiError, MpiResult};
-use crate::engine::request::{Op, Status};
+use crate::engine::request::{Op, Persistent, Status};
 use crate::engine::Engine;
 use crate::mpi_fn;
 use std::os::raw::c_int;
@@ -47,6 +47,17 @@ pub fn finish_blocking(e: &mut Engine, r: usize, status: *mut MPI_Status) -> Mpi
     unpacked
 }
 
+/// Settles and drops the completed child of a persistent collective:
+/// derived-datatype outputs are unpacked here, as for the `I` form.
+fn settle_child(e: &mut Engine, idx: usize, st: &Status) -> MpiResult<()> {
+    let Some(ch) = e.take_child(idx) else {
+        return Ok(());
+    };
+    let unpacked = staging::settle(e, ch, st);
+    e.st.reqs.remove(ch);
+    unpacked
+}
+
 fn status_result(st: &Status) -> MpiResult<()> {
     match st.error {
         c::MPI_SUCCESS => Ok(()),
@@ -83,10 +94,12 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
         let st = r.status;
         // A derived-type receive is unpacked once per start.
         let unpacked = staging::settle(e, idx, &st);
+        let child = settle_child(e, idx, &st);
         if let Some(r) = e.st.reqs.get_mut(idx) {
             r.active = false;
         }
         unpacked?;
+        child?;
         return Ok(Some(st));
     }
     if !r.done {
@@ -411,9 +424,11 @@ mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_
         if r.done || (r.persistent.is_some() && !r.active) {
             let st = r.status;
             let unpacked = staging::settle(e, idx, &st);
+            let child = settle_child(e, idx, &st);
             staging::forget(e, idx);
             e.st.reqs.remove(idx);
             unpacked?;
+            child?;
         } else {
             // Still in flight: it is dropped when it completes.
             r.freed = true;
@@ -443,6 +458,7 @@ mpi_fn! { MPI_Request_get_status / PMPI_Request_get_status (request: MPI_Request
                 // will not repeat it).
                 let st = r.status;
                 staging::settle(e, idx, &st)?;
+                settle_child(e, idx, &st)?;
                 Some(st)
             } else {
                 None
@@ -485,27 +501,66 @@ mpi_fn! { MPI_Test_cancelled / PMPI_Test_cancelled (status: *const MPI_Status, f
     })
 }}
 
-mpi_fn! { MPI_Start / PMPI_Start (request: *mut MPI_Request) -> c_int {
-    call("MPI_Start", None, |e| {
-        if request.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+/// Starts persistent request `h`. Errors go to the handler of its
+/// communicator. A collective runs its nonblocking entry point (outside the
+/// engine, which that entry point takes itself) and adopts the request it
+/// returns as the running child.
+fn start_one(name: &str, h: MPI_Request) -> c_int {
+    let mut comm = None;
+    let begun = state::with_engine(|e| {
+        let idx = index_of(e, h)?;
+        let p = e.startable(idx)?;
+        comm = Some(match &p {
+            Persistent::Send { comm, .. } | Persistent::Recv { comm, .. } => *comm,
+            Persistent::Coll(s) => s.comm,
+        });
+        if let Persistent::Coll(s) = p {
+            return Ok(Some((idx, s.start)));
         }
-        // SAFETY: checked non-null.
-        let idx = index_of(e, unsafe { *request })?;
         staging::restart(e, idx)?;
-        e.start(idx)
-    })
+        e.start(idx)?;
+        Ok(None)
+    });
+    let (idx, start) = match begun {
+        Ok(None) => return c::MPI_SUCCESS,
+        Ok(Some(x)) => x,
+        Err(err) => return errors::raise(name, comm, err),
+    };
+    // The nonblocking collective reports its own errors.
+    let child = match start() {
+        Ok(ch) => ch,
+        Err(rc) => return rc,
+    };
+    let adopted = state::with_engine(|e| {
+        let ch = index_of(e, child)?;
+        e.adopt(idx, ch);
+        Ok(())
+    });
+    match adopted {
+        Ok(()) => c::MPI_SUCCESS,
+        Err(err) => errors::raise(name, comm, err),
+    }
+}
+
+mpi_fn! { MPI_Start / PMPI_Start (request: *mut MPI_Request) -> c_int {
+    if request.is_null() {
+        return errors::raise("MPI_Start", None, MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+    }
+    // SAFETY: checked non-null; the caller's handle.
+    start_one("MPI_Start", unsafe { *request })
 }}
 
 mpi_fn! { MPI_Startall / PMPI_Startall (count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
-    call("MPI_Startall", None, |e| {
-        // SAFETY: the caller's array of `count` handles.
-        let hs = unsafe { handles(array_of_requests, count)? };
-        for &h in hs.iter() {
-            let idx = index_of(e, h)?;
-            staging::restart(e, idx)?;
-            e.start(idx)?;
+    // SAFETY: the caller's array of `count` handles.
+    let hs = match unsafe { handles(array_of_requests, count) } {
+        Ok(hs) => hs,
+        Err(err) => return errors::raise("MPI_Startall", None, err),
+    };
+    for &h in hs.iter() {
+        let rc = start_one("MPI_Startall", h);
+        if rc != c::MPI_SUCCESS {
+            return rc;
         }
-        Ok(())
-    })
+    }
+    c::MPI_SUCCESS
 }}

@@ -1,6 +1,7 @@
 //! Requests: the state of every operation in flight, in a slab.
 
 use crate::abi::userbuf::UserBuf;
+use std::rc::Rc;
 
 /// Where a completed operation's outcome lands, as MPI_Status reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,7 +15,7 @@ pub struct Status {
 }
 
 /// What a persistent request starts each time.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Persistent {
     Send {
         comm: usize,
@@ -29,6 +30,28 @@ pub enum Persistent {
         tag: i32,
         buf: UserBuf,
     },
+    /// A persistent collective: each start runs the nonblocking collective.
+    Coll(CollStart),
+}
+
+/// Starts the nonblocking collective behind a persistent collective
+/// request. It runs outside the engine (it is the C entry point's own
+/// path, which takes the engine itself) and returns the new request's
+/// handle, or the MPI error code it reported.
+pub type StartFn = dyn Fn() -> Result<i32, i32>;
+
+/// A persistent collective's starter and communicator (engine index,
+/// whose error handler reports failures of `MPI_Start`).
+#[derive(Clone)]
+pub struct CollStart {
+    pub comm: usize,
+    pub start: Rc<StartFn>,
+}
+
+impl std::fmt::Debug for CollStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CollStart {{ comm: {} }}", self.comm)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

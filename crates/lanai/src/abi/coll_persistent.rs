@@ -1,0 +1,382 @@
+//! Persistent collectives (MPI 4.0 section 6.13): `MPI_Bcast_init` and
+//! friends.
+//!
+//! The init call checks the arguments and makes an inactive persistent
+//! request that remembers them. Each `MPI_Start` runs the matching
+//! nonblocking collective's entry point (`PMPI_Ibcast`, ...) with those
+//! arguments, so buffers are read at start and derived datatypes,
+//! `MPI_IN_PLACE` and intercommunicators behave exactly as there; the
+//! request it returns becomes the persistent request's child (see
+//! engine/persistent.rs). The info argument carries no hints Lanai uses.
+
+use super::coll::exchange::{
+    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Ialltoall, PMPI_Ialltoallv, PMPI_Ialltoallw,
+};
+use super::coll::rooted::{PMPI_Igather, PMPI_Igatherv, PMPI_Iscatter, PMPI_Iscatterv};
+use super::coll::scans::{
+    PMPI_Iexscan, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block, PMPI_Iscan,
+};
+use super::coll::{PMPI_Iallreduce, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ireduce};
+use super::consts as c;
+use super::consts::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request};
+use super::requests::handle_of;
+use super::{call, comm_idx, types};
+use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::request::{CollStart, Persistent};
+use crate::mpi_fn;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::rc::Rc;
+
+/// What the init-time checks need to know about the communicator.
+struct Check {
+    rank: u32,
+    size: u32,
+    inter: bool,
+}
+
+impl Check {
+    /// `count` elements of `dt`: a valid count and, when data moves, a
+    /// valid committed datatype.
+    fn buf(&self, count: c_int, dt: MPI_Datatype) -> MpiResult<()> {
+        if count < 0 {
+            return Err(MpiError::count(i64::from(count)));
+        }
+        if count > 0 {
+            datatype(dt)?;
+        }
+        Ok(())
+    }
+
+    /// Like [`Check::buf`], unless `p` is `MPI_IN_PLACE`.
+    fn send(&self, p: *const c_void, count: c_int, dt: MPI_Datatype) -> MpiResult<()> {
+        if p as usize == c::MPI_IN_PLACE {
+            return Ok(());
+        }
+        self.buf(count, dt)
+    }
+
+    /// Whether this rank is the root. On an intercommunicator the root
+    /// argument is `MPI_ROOT`, `MPI_PROC_NULL` or a rank of the other group,
+    /// which the nonblocking collective checks at start.
+    fn root(&self, root: c_int) -> MpiResult<bool> {
+        if self.inter {
+            return Ok(root == c::MPI_ROOT);
+        }
+        if root < 0 || root as u32 >= self.size {
+            return Err(MpiError::new(
+                c::MPI_ERR_ROOT,
+                format!("invalid root {root} (communicator size {})", self.size),
+            ));
+        }
+        Ok(root as u32 == self.rank)
+    }
+
+    /// Per-rank counts (and displacements, when given) of a v-form on an
+    /// intracommunicator; intercommunicator arrays are checked at start.
+    ///
+    /// # Safety
+    /// Non-null arrays hold one entry per rank.
+    unsafe fn counts(
+        &self,
+        counts: *const c_int,
+        displs: Option<*const c_int>,
+        dt: MPI_Datatype,
+    ) -> MpiResult<()> {
+        if self.inter {
+            return Ok(());
+        }
+        // SAFETY: forwarded.
+        let cs = unsafe { super::coll::array(counts, self.size, "counts")? };
+        if let Some(d) = displs {
+            // SAFETY: forwarded.
+            unsafe { super::coll::array(d, self.size, "displacements")? };
+        }
+        for &n in cs {
+            self.buf(n, dt)?;
+        }
+        Ok(())
+    }
+
+    /// Per-rank counts, displacements and types of an alltoallw.
+    ///
+    /// # Safety
+    /// Non-null arrays hold one entry per rank.
+    unsafe fn counts_w(
+        &self,
+        counts: *const c_int,
+        displs: *const c_int,
+        dts: *const MPI_Datatype,
+    ) -> MpiResult<()> {
+        if self.inter {
+            return Ok(());
+        }
+        // SAFETY: forwarded.
+        let (cs, ts) = unsafe {
+            super::coll::array(displs, self.size, "displacements")?;
+            (
+                super::coll::array(counts, self.size, "counts")?,
+                super::coll::array(dts, self.size, "datatypes")?,
+            )
+        };
+        cs.iter().zip(ts).try_for_each(|(&n, &t)| self.buf(n, t))
+    }
+
+    /// The scans are defined on intracommunicators only.
+    fn intra_only(&self) -> MpiResult<()> {
+        if self.inter {
+            return Err(MpiError::new(
+                c::MPI_ERR_COMM,
+                "the MPI standard does not define this operation on intercommunicators",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A valid datatype for communication (derived ones committed).
+fn datatype(dt: MPI_Datatype) -> MpiResult<()> {
+    if types::predefined(dt).is_some() {
+        return Ok(());
+    }
+    super::datatype::resolve_committed(dt).map(drop)
+}
+
+/// A valid reduction operation for `dt`.
+fn op(dt: MPI_Datatype, o: MPI_Op) -> MpiResult<()> {
+    datatype(dt)?;
+    // A derived type is reduced as its basic kind, checked at start.
+    if types::predefined(dt).is_none() && types::op(o).is_ok() {
+        return Ok(());
+    }
+    super::ops::combiner(dt, o).map(drop)
+}
+
+/// Makes a persistent collective request once `check` accepts the
+/// arguments; `start` is the nonblocking collective on them.
+fn init(
+    name: &str,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+    check: impl FnOnce(&Check) -> MpiResult<()>,
+    start: impl Fn(*mut MPI_Request) -> c_int + 'static,
+) -> c_int {
+    call(name, Some(comm), |e| {
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        super::info::check_arg(info)?;
+        let ci = comm_idx(comm)?;
+        let cm = e.comms.get(ci)?;
+        check(&Check {
+            rank: cm.rank,
+            size: cm.size,
+            inter: cm.is_inter(),
+        })?;
+        let run = move || {
+            let mut h = c::MPI_REQUEST_NULL;
+            match start(&mut h) {
+                c::MPI_SUCCESS => Ok(h),
+                rc => Err(rc),
+            }
+        };
+        let r = e.persistent(Persistent::Coll(CollStart {
+            comm: ci,
+            start: Rc::new(run),
+        }));
+        // SAFETY: checked non-null; writable per the MPI contract.
+        unsafe { *request = handle_of(r) };
+        Ok(())
+    })
+}
+
+// Every starter below passes the init call's arguments on unchanged. The
+// standard keeps buffers and arrays valid (and unchanged, for arrays) for
+// as long as the persistent request exists, and the handles stay valid
+// until it is freed, so each start sees what the init call saw.
+
+mpi_fn! { MPI_Barrier_init / PMPI_Barrier_init (comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Barrier_init", comm, info, request, |_| Ok(()),
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ibarrier(comm, r) })
+}}
+
+mpi_fn! { MPI_Bcast_init / PMPI_Bcast_init (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Bcast_init", comm, info, request, |k| {
+        k.root(root)?;
+        k.buf(count, datatype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ibcast(buffer, count, datatype, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Reduce_init / PMPI_Reduce_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Reduce_init", comm, info, request, |k| {
+        k.root(root)?;
+        k.buf(count, datatype)?;
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Allreduce_init / PMPI_Allreduce_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Allreduce_init", comm, info, request, |k| {
+        k.buf(count, datatype)?;
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, r) })
+}}
+
+mpi_fn! { MPI_Gather_init / PMPI_Gather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Gather_init", comm, info, request, |k| {
+        if k.root(root)? {
+            k.buf(recvcount, recvtype)?;
+        }
+        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+            k.send(sendbuf, sendcount, sendtype)?;
+        }
+        Ok(())
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Gatherv_init / PMPI_Gatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Gatherv_init", comm, info, request, |k| {
+        if k.root(root)? {
+            // SAFETY: the root's arrays hold one entry per rank.
+            unsafe { k.counts(recvcounts, Some(displs), recvtype)? };
+        }
+        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+            k.send(sendbuf, sendcount, sendtype)?;
+        }
+        Ok(())
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Scatter_init / PMPI_Scatter_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Scatter_init", comm, info, request, |k| {
+        if k.root(root)? {
+            k.buf(sendcount, sendtype)?;
+        }
+        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+            k.send(recvbuf, recvcount, recvtype)?;
+        }
+        Ok(())
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Scatterv_init / PMPI_Scatterv_init (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Scatterv_init", comm, info, request, |k| {
+        if k.root(root)? {
+            // SAFETY: the root's arrays hold one entry per rank.
+            unsafe { k.counts(sendcounts, Some(displs), sendtype)? };
+        }
+        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+            k.send(recvbuf, recvcount, recvtype)?;
+        }
+        Ok(())
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+}}
+
+mpi_fn! { MPI_Allgather_init / PMPI_Allgather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Allgather_init", comm, info, request, |k| {
+        k.send(sendbuf, sendcount, sendtype)?;
+        k.buf(recvcount, recvtype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Allgatherv_init / PMPI_Allgatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Allgatherv_init", comm, info, request, |k| {
+        k.send(sendbuf, sendcount, sendtype)?;
+        // SAFETY: the arrays hold one entry per rank.
+        unsafe { k.counts(recvcounts, Some(displs), recvtype) }
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Alltoall_init / PMPI_Alltoall_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Alltoall_init", comm, info, request, |k| {
+        k.send(sendbuf, sendcount, sendtype)?;
+        k.buf(recvcount, recvtype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Alltoallv_init / PMPI_Alltoallv_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Alltoallv_init", comm, info, request, |k| {
+        if sendbuf as usize != c::MPI_IN_PLACE {
+            // SAFETY: the arrays hold one entry per rank.
+            unsafe { k.counts(sendcounts, Some(sdispls), sendtype)? };
+        }
+        // SAFETY: the arrays hold one entry per rank.
+        unsafe { k.counts(recvcounts, Some(rdispls), recvtype) }
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Alltoallw_init / PMPI_Alltoallw_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Alltoallw_init", comm, info, request, |k| {
+        if sendbuf as usize != c::MPI_IN_PLACE {
+            // SAFETY: the arrays hold one entry per rank.
+            unsafe { k.counts_w(sendcounts, sdispls, sendtypes)? };
+        }
+        // SAFETY: the arrays hold one entry per rank.
+        unsafe { k.counts_w(recvcounts, rdispls, recvtypes) }
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
+}}
+
+mpi_fn! { MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Reduce_scatter_init", comm, info, request, |k| {
+        // SAFETY: the array holds one entry per rank.
+        unsafe { k.counts(recvcounts, None, datatype)? };
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, r) })
+}}
+
+mpi_fn! { MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Reduce_scatter_block_init", comm, info, request, |k| {
+        k.buf(recvcount, datatype)?;
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, r) })
+}}
+
+mpi_fn! { MPI_Scan_init / PMPI_Scan_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Scan_init", comm, info, request, |k| {
+        k.intra_only()?;
+        k.buf(count, datatype)?;
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, r) })
+}}
+
+mpi_fn! { MPI_Exscan_init / PMPI_Exscan_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Exscan_init", comm, info, request, |k| {
+        k.intra_only()?;
+        k.buf(count, datatype)?;
+        self::op(datatype, op)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, r) })
+}}

@@ -18,8 +18,12 @@ use super::coll::scans::{
 };
 use super::coll::{PMPI_Iallreduce, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ireduce};
 use super::consts as c;
-use super::consts::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request};
+use super::consts::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request};
 use super::requests::handle_of;
+use super::topo::neighbor::{
+    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgatherv, PMPI_Ineighbor_alltoall,
+    PMPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallw,
+};
 use super::{call, comm_idx, types};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{CollStart, Persistent};
@@ -33,6 +37,7 @@ struct Check {
     rank: u32,
     size: u32,
     inter: bool,
+    topo: bool,
 }
 
 impl Check {
@@ -122,6 +127,18 @@ impl Check {
         cs.iter().zip(ts).try_for_each(|(&n, &t)| self.buf(n, t))
     }
 
+    /// Neighbour collectives need a Cartesian or graph topology; their
+    /// per-neighbour arrays are checked at start, where the counts are known.
+    fn topology(&self) -> MpiResult<()> {
+        if !self.topo {
+            return Err(MpiError::new(
+                c::MPI_ERR_TOPOLOGY,
+                "the communicator has no Cartesian or graph topology",
+            ));
+        }
+        Ok(())
+    }
+
     /// The scans are defined on intracommunicators only.
     fn intra_only(&self) -> MpiResult<()> {
         if self.inter {
@@ -173,6 +190,7 @@ fn init(
             rank: cm.rank,
             size: cm.size,
             inter: cm.is_inter(),
+            topo: cm.topo.is_some(),
         })?;
         let run = move || {
             let mut h = c::MPI_REQUEST_NULL;
@@ -379,4 +397,45 @@ mpi_fn! { MPI_Exscan_init / PMPI_Exscan_init (sendbuf: *const c_void, recvbuf: *
     },
         // SAFETY: see above.
         move |r| unsafe { PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, r) })
+}}
+
+mpi_fn! { MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Neighbor_allgather_init", comm, info, request, |k| {
+        k.topology()?;
+        k.buf(sendcount, sendtype)?;
+        k.buf(recvcount, recvtype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Neighbor_allgatherv_init", comm, info, request, |k| {
+        k.topology()?;
+        k.buf(sendcount, sendtype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Neighbor_alltoall_init", comm, info, request, |k| {
+        k.topology()?;
+        k.buf(sendcount, sendtype)?;
+        k.buf(recvcount, recvtype)
+    },
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Neighbor_alltoallv_init", comm, info, request, |k| k.topology(),
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
+}}
+
+mpi_fn! { MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    init("MPI_Neighbor_alltoallw_init", comm, info, request, |k| k.topology(),
+        // SAFETY: see above.
+        move |r| unsafe { PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
 }}

@@ -2,7 +2,7 @@
 //! distributed graphs (creation and queries), `MPI_Dims_create` and
 //! `MPI_Topo_test`. The neighbour collectives are in `topo/neighbor.rs`.
 
-mod neighbor;
+pub(super) mod neighbor;
 
 use super::consts as c;
 use super::consts::{MPI_Comm, MPI_Info};

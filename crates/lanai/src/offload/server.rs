@@ -405,7 +405,7 @@ impl Server {
                     .store(es::SLOT_TAKEN, Ordering::Release);
                 match Desc::decode(&raw) {
                     Ok(d) if (d.len as usize) <= self.seg.slot_bytes() => {
-                        if matches!(d.work, Work::Barrier(_)) {
+                        if matches!(d.work, Work::Barrier(_) | Work::DeviceBarrier { .. }) {
                             self.barrier_taken.insert((i, s), Instant::now());
                         }
                         let data = self.seg.read_data(i, s, d.input_len());

@@ -333,14 +333,14 @@ unsafe fn reduce(
     recvbuf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    op: MPI_Op,
+    (op, op_dt): (MPI_Op, MPI_Datatype),
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
     let root = check_root(e, ci, root)?;
     let is_root = e.comms.get(ci)?.rank == root;
-    let comb = combiner(datatype, op)?;
+    let comb = combiner(op_dt, op)?;
     let out = if is_root {
         not_in_place(recvbuf, "the receive buffer")?;
         // SAFETY: the root's receive buffer, per the contract.
@@ -364,8 +364,9 @@ unsafe fn reduce(
 }
 
 /// A reduction's buffer argument: with a predefined operation a derived
-/// type made of one basic kind is reduced as that kind; user operations
-/// see the caller's datatype unchanged.
+/// type made of one basic kind is reduced as that kind; for a user
+/// operation a non-contiguous type travels packed, and the operation sees
+/// the caller's datatype and layout again (`Staged::op_dt`, abi/ops.rs).
 ///
 /// # Safety
 /// As for [`Staged::new`].
@@ -376,12 +377,13 @@ pub(super) unsafe fn reduce_arg(
     op: MPI_Op,
     how: Use,
 ) -> MpiResult<Staged> {
-    if types::op(op).is_ok() {
-        // SAFETY: forwarded.
-        unsafe { Staged::new(p, count, dt, how.reduce()) }
+    let how = if types::op(op).is_ok() {
+        how.reduce()
     } else {
-        Ok(Staged::pass(p, count, dt))
-    }
+        how
+    };
+    // SAFETY: forwarded.
+    unsafe { Staged::new(p, count, dt, how) }
 }
 
 /// Reduce, blocking or not, with the buffers staged for derived types.
@@ -428,7 +430,7 @@ unsafe fn reduce_staged(
                     a[1].ptr(),
                     lead.count(),
                     lead.dt(),
-                    op,
+                    (op, lead.op_dt()),
                     root,
                     comm,
                 )
@@ -460,12 +462,12 @@ unsafe fn allreduce(
     recvbuf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    op: MPI_Op,
+    (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
     blocking: bool,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
-    let comb = combiner(datatype, op)?;
+    let comb = combiner(op_dt, op)?;
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the receive buffer, per the contract.
     let out = unsafe { user_buf(recvbuf, count, datatype)? };
@@ -518,7 +520,7 @@ unsafe fn allreduce_staged(
                     a[1].ptr(),
                     lead.count(),
                     lead.dt(),
-                    op,
+                    (op, lead.op_dt()),
                     comm,
                     blocking,
                 )

@@ -11,6 +11,7 @@ use crate::engine::coll::Combiner;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::mpi_fn;
 use lanai_coll::{Combine, OpError, Predefined};
+use lanai_datatype::Datatype;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::{Mutex, MutexGuard};
@@ -65,19 +66,30 @@ fn resolve(o: MPI_Op) -> MpiResult<Resolved> {
         .map_err(|_| bad_op(o))
 }
 
-/// The size of `dt` when a user op may be applied to it: predefined types
-/// only, since derived ones would reach the function packed.
-fn user_op_type_size(dt: MPI_Datatype) -> MpiResult<usize> {
-    match types::predefined(dt) {
-        Some((size, _)) if size > 0 => Ok(size),
-        _ => Err(MpiError::new(
-            c::MPI_ERR_TYPE,
-            format!(
-                "user-defined operations support predefined datatypes only (got 0x{:08x})",
-                dt as u32
-            ),
-        )),
+/// The element size of `dt` for a user op, and its layout when `dt` is
+/// derived: the data then travels packed, and each combine unpacks it into
+/// the caller's layout for the function (see `UserCombine::combine`).
+fn user_op_type(dt: MPI_Datatype) -> MpiResult<(usize, Option<Datatype>)> {
+    if let Some((size, _)) = types::predefined(dt) {
+        if size > 0 {
+            return Ok((size, None));
+        }
     }
+    if super::datatype::is_derived(dt) {
+        let d = super::datatype::resolve_committed(dt)?;
+        if let Ok(size) = usize::try_from(d.size()) {
+            if size > 0 {
+                return Ok((size, Some(d)));
+            }
+        }
+    }
+    Err(MpiError::new(
+        c::MPI_ERR_TYPE,
+        format!(
+            "datatype 0x{:08x} cannot be reduced with a user-defined operation",
+            dt as u32
+        ),
+    ))
 }
 
 /// The reduction the engine applies for `op` on `dt`.
@@ -94,12 +106,16 @@ pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
                 .map(|p| Box::new(p) as Combiner)
                 .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
         }
-        Resolved::User(u) => Ok(Box::new(UserCombine {
-            f: u.f,
-            commute: u.commute,
-            dt,
-            size: user_op_type_size(dt)?,
-        })),
+        Resolved::User(u) => {
+            let (size, layout) = user_op_type(dt)?;
+            Ok(Box::new(UserCombine {
+                f: u.f,
+                commute: u.commute,
+                dt,
+                size,
+                layout,
+            }))
+        }
     }
 }
 
@@ -110,7 +126,10 @@ struct UserCombine {
     f: MPI_User_function,
     commute: bool,
     dt: MPI_Datatype,
+    /// Bytes per element as the data travels (packed for a derived type).
     size: usize,
+    /// A derived type's layout, which the function expects its vectors in.
+    layout: Option<Datatype>,
 }
 
 /// Scratch memory aligned for any C scalar (16 bytes covers long double).
@@ -128,6 +147,53 @@ fn as_bytes_mut(v: &mut [u128]) -> &mut [u8] {
 }
 
 impl UserCombine {
+    /// `higher = lower op higher` on packed elements of a derived type:
+    /// both are unpacked into aligned scratch memory laid out as the caller's
+    /// buffers were (holes and all), the function runs there, and the result
+    /// is packed back.
+    fn combine_in_layout(
+        &self,
+        layout: &Datatype,
+        n: usize,
+        lower: &[u8],
+        higher: &mut [u8],
+    ) -> Result<(), OpError> {
+        let bad = |reason: String| OpError::UserOpFailed { reason };
+        // The span of n instances around the base address, as `View` does.
+        let spread = (n as i128 - 1) * i128::from(layout.extent());
+        let lowest = (i128::from(layout.true_lb()) + spread.min(0)).min(0);
+        let highest = i128::from(layout.true_ub()) + spread.max(0);
+        let span = usize::try_from(highest - lowest)
+            .map_err(|_| bad("the datatype's span is too large".into()))?;
+        let origin = usize::try_from(-lowest).map_err(|_| bad("datatype span".into()))?;
+        let mut input = vec![0u128; span.div_ceil(16).max(1)];
+        let mut io = vec![0u128; span.div_ceil(16).max(1)];
+        let count = n as u64;
+        let dt_err = |e: lanai_datatype::DatatypeError| bad(e.to_string());
+        lanai_datatype::unpack_partial(layout, count, lower, 0, as_bytes_mut(&mut input), origin)
+            .map_err(dt_err)?;
+        lanai_datatype::unpack_partial(layout, count, higher, 0, as_bytes_mut(&mut io), origin)
+            .map_err(dt_err)?;
+        let in_base = as_bytes_mut(&mut input)[origin..]
+            .as_mut_ptr()
+            .cast::<c_void>();
+        let io_base = as_bytes_mut(&mut io)[origin..]
+            .as_mut_ptr()
+            .cast::<c_void>();
+        // One call for all n instances: `call_user` splits by element size,
+        // which here would be the packed size, not the extent.
+        let mut len = c_int::try_from(n).map_err(|_| bad("too many elements".into()))?;
+        let mut dt = self.dt;
+        // SAFETY: both bases point `origin` bytes into scratch buffers that
+        // cover the type map of `n` instances of `dt` (the span computed
+        // above), aligned to 16 bytes at the start of the span; they do not
+        // overlap; the function is the user's MPI_User_function.
+        unsafe { (self.f)(in_base, io_base, &mut len, &mut dt) };
+        lanai_datatype::pack_partial(layout, count, as_bytes_mut(&mut io), origin, 0, higher)
+            .map_err(dt_err)?;
+        Ok(())
+    }
+
     /// The alignment C code may assume for an element of `size` bytes.
     fn align(&self) -> usize {
         1 << self.size.trailing_zeros().min(4)
@@ -178,6 +244,9 @@ impl Combine for UserCombine {
         let n = lower.len() / self.size;
         if n == 0 {
             return Ok(());
+        }
+        if let Some(layout) = &self.layout {
+            return self.combine_in_layout(layout, n, lower, higher);
         }
         // The function may write `invec` (it is not const in C), so it
         // gets a copy, which is also aligned.
@@ -282,7 +351,14 @@ fn local_args(
     let r = resolve(op)?;
     let size = match &r {
         Resolved::Predefined(_) => types::type_size(dt)?,
-        Resolved::User(_) => user_op_type_size(dt)?,
+        Resolved::User(_) => {
+            let (size, layout) = user_op_type(dt)?;
+            if layout.is_some() {
+                // The buffers are used in place here, so only a gap-free type.
+                super::datatype::direct_size(dt)?;
+            }
+            size
+        }
     };
     let len = size
         .checked_mul(count as usize)
@@ -331,13 +407,17 @@ unsafe fn reduce_local(
             let elem = types::reduce_elem(dt)?;
             lanai_coll::combine(o, elem, &input, inout)
         }
-        Resolved::User(u) => UserCombine {
-            f: u.f,
-            commute: u.commute,
-            dt,
-            size: user_op_type_size(dt)?,
+        Resolved::User(u) => {
+            let (size, layout) = user_op_type(dt)?;
+            UserCombine {
+                f: u.f,
+                commute: u.commute,
+                dt,
+                size,
+                layout,
+            }
+            .combine(&input, inout)
         }
-        .combine(&input, inout),
     }
     .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
 }
@@ -372,6 +452,50 @@ mod tests {
         }
     }
 
+    /// For a vector of 2 ints with stride 3 (extent 4 ints): touches only
+    /// ints 0 and 3 of each element, and fails if a hole is not zero (the
+    /// scratch layout must put the data where the type map says).
+    unsafe extern "C" fn strided_add(
+        a: *mut c_void,
+        b: *mut c_void,
+        len: *mut c_int,
+        _: *mut MPI_Datatype,
+    ) {
+        // SAFETY: the test passes len elements of extent 16 bytes.
+        unsafe {
+            let n = *len as usize;
+            let (a, b) = (a.cast::<i32>(), b.cast::<i32>());
+            for i in 0..n {
+                for k in [0usize, 3] {
+                    *b.add(4 * i + k) += 10 * *a.add(4 * i + k);
+                }
+                for k in [1usize, 2] {
+                    assert_eq!(*a.add(4 * i + k), 0);
+                    assert_eq!(*b.add(4 * i + k), 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn user_combine_on_a_derived_layout_sees_the_type_map() {
+        let int = Datatype::primitive(lanai_datatype::Primitive::Int32);
+        let v = Datatype::vector(2, 1, 3, &int).unwrap();
+        let u = UserCombine {
+            f: strided_add,
+            commute: false,
+            dt: c::MPI_INT,
+            size: 8,
+            layout: Some(v),
+        };
+        // Two elements, packed: (1, 2), (3, 4) and (5, 6), (7, 8).
+        let enc = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let lower = enc(&[1, 2, 3, 4]);
+        let mut higher = enc(&[5, 6, 7, 8]);
+        u.combine(&lower, &mut higher).unwrap();
+        assert_eq!(higher, enc(&[15, 26, 37, 48]));
+    }
+
     #[test]
     fn user_combine_is_lower_op_higher_even_unaligned() {
         let u = UserCombine {
@@ -379,6 +503,7 @@ mod tests {
             commute: false,
             dt: c::MPI_INT,
             size: 4,
+            layout: None,
         };
         let lower: Vec<u8> = [1i32, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut buf = [0u8; 9];

@@ -44,11 +44,11 @@ unsafe fn reduce_scatter_block(
     recvbuf: *mut c_void,
     recvcount: c_int,
     datatype: MPI_Datatype,
-    op: MPI_Op,
+    (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
-    let comb = combiner(datatype, op)?;
+    let comb = combiner(op_dt, op)?;
     not_in_place(recvbuf, "the receive buffer")?;
     let blk = elem_bytes(recvcount, types::type_size(datatype)?)?;
     let total = blk.checked_mul(size as usize).ok_or_else(too_large)?;
@@ -98,7 +98,15 @@ unsafe fn reduce_scatter_block_staged(
             let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
             // SAFETY: the staged buffers live until the collective completes.
             unsafe {
-                reduce_scatter_block(e, a[0].ptr(), a[1].ptr(), lead.count(), lead.dt(), op, comm)
+                reduce_scatter_block(
+                    e,
+                    a[0].ptr(),
+                    a[1].ptr(),
+                    lead.count(),
+                    lead.dt(),
+                    (op, lead.op_dt()),
+                    comm,
+                )
             }
         },
     )
@@ -127,11 +135,11 @@ unsafe fn reduce_scatter(
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     datatype: MPI_Datatype,
-    op: MPI_Op,
+    (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
-    let comb = combiner(datatype, op)?;
+    let comb = combiner(op_dt, op)?;
     not_in_place(recvbuf, "the receive buffer")?;
     let esize = types::type_size(datatype)?;
     // SAFETY: one count per rank.
@@ -200,7 +208,7 @@ unsafe fn reduce_scatter_staged(
             let mut scaled: Vec<c_int> = Vec::new();
             if lead.dt() != datatype {
                 let size = e.comms.get(crate::abi::comm_idx(comm)?)?.size;
-                let per = crate::abi::datatype::resolve(datatype)?.elements();
+                let per = lead.per();
                 // SAFETY: one count per rank (checked when staging).
                 scaled = unsafe { array(recvcounts, size, "recvcounts")? }
                     .iter()
@@ -213,7 +221,17 @@ unsafe fn reduce_scatter_staged(
                 scaled.as_ptr()
             };
             // SAFETY: the staged buffers live until the collective completes.
-            unsafe { reduce_scatter(e, a[0].ptr(), a[1].ptr(), counts, lead.dt(), op, comm) }
+            unsafe {
+                reduce_scatter(
+                    e,
+                    a[0].ptr(),
+                    a[1].ptr(),
+                    counts,
+                    lead.dt(),
+                    (op, lead.op_dt()),
+                    comm,
+                )
+            }
         },
     )
 }
@@ -249,11 +267,11 @@ unsafe fn scan(
     recvbuf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    op: MPI_Op,
+    (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
     let (ci, _, _) = comm_info(e, comm)?;
-    let comb = combiner(datatype, op)?;
+    let comb = combiner(op_dt, op)?;
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the receive buffer, per the contract.
     let out = unsafe { user_buf(recvbuf, count, datatype)? };
@@ -310,7 +328,7 @@ unsafe fn scan_staged(
                     a[1].ptr(),
                     lead.count(),
                     lead.dt(),
-                    op,
+                    (op, lead.op_dt()),
                     comm,
                 )
             }

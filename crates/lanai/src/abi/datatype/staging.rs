@@ -439,6 +439,11 @@ pub struct Staged {
     ptr: *mut c_void,
     count: c_int,
     dt: MPI_Datatype,
+    /// The datatype a reduction operation combines: `dt`, or the caller's
+    /// derived type when a user operation's data was packed into bytes.
+    op_dt: MPI_Datatype,
+    /// Staged count per caller count (elements or bytes per instance).
+    per: u64,
     temp: Vec<u8>,
     /// Outputs: each view is unpacked from its range of `temp`.
     unpack: Vec<Unpack>,
@@ -578,6 +583,8 @@ impl Staged {
             ptr: ptr as *mut c_void,
             count,
             dt,
+            op_dt: dt,
+            per: 1,
             temp: Vec::new(),
             unpack: Vec::new(),
             arrays: None,
@@ -633,6 +640,10 @@ impl Staged {
             ptr,
             count: new_count,
             dt: inner,
+            // Packed bytes of a derived type keep it for a user operation,
+            // which sees the caller's layout again (abi/ops.rs).
+            op_dt: if how.reduce { inner } else { h },
+            per,
             temp,
             unpack: if how.output {
                 vec![(view, 0..len)]
@@ -691,6 +702,8 @@ impl Staged {
                 ptr: temp.as_mut_ptr().cast::<c_void>(),
                 count: 0,
                 dt: c::MPI_BYTE,
+                op_dt: c::MPI_BYTE,
+                per: 1,
                 temp,
                 unpack: if output { views } else { Vec::new() },
                 arrays: None,
@@ -811,6 +824,16 @@ impl Staged {
 
     pub fn dt(&self) -> MPI_Datatype {
         self.dt
+    }
+
+    /// The datatype a reduction's operation combines (see the field).
+    pub fn op_dt(&self) -> MPI_Datatype {
+        self.op_dt
+    }
+
+    /// Staged count per caller count.
+    pub fn per(&self) -> u64 {
+        self.per
     }
 
     /// The per-rank counts to use: the staged ones, else `orig`.

@@ -138,11 +138,18 @@ impl Requests {
         self.slots.get_mut(idx)?.as_mut()
     }
 
-    pub fn remove(&mut self, idx: usize) -> Option<Request> {
-        let r = self.slots.get_mut(idx)?.take()?;
-        self.free.push(idx);
-        self.live -= 1;
-        Some(r)
+    /// Drops request `idx` in its slot (no caller needs it back, and moving a
+    /// request out costs a copy on every completion); false if none was there.
+    pub fn remove(&mut self, idx: usize) -> bool {
+        match self.slots.get_mut(idx) {
+            Some(slot @ Some(_)) => {
+                *slot = None;
+                self.free.push(idx);
+                self.live -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A transport cookie naming this request: index and generation.

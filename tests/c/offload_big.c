@@ -24,6 +24,18 @@ typedef struct { double v; int i; } dint;
 
 static double val(int r, long i) { return (double)((r * 7919 + i * 31) % 1013) / 7.0 + 1e-3 * r; }
 
+/* Elements of a sum over `size` ranks that miss the locally computed sum
+ * by more than rounding allows. */
+static long wrong_sums(const double *out, long n, int size) {
+    long bad = 0;
+    for (long i = 0; i < n; i++) {
+        double want = 0, mag = 0;
+        for (int r = 0; r < size; r++) { want += val(r, i); mag += fabs(val(r, i)); }
+        if (fabs(out[i] - want) > 4.0 * size * 2.3e-16 * mag) bad++;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv) {
     lt_init("offload_big", &argc, &argv);
     int rank = lt_rank, size = lt_size;
@@ -34,12 +46,7 @@ int main(int argc, char **argv) {
         double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
         for (long i = 0; i < n; i++) in[i] = val(rank, i);
         MPI_OK(MPI_Allreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-        long bad = 0;
-        for (long i = 0; i < n; i++) {
-            double want = 0, mag = 0;
-            for (int r = 0; r < size; r++) { want += val(r, i); mag += fabs(val(r, i)); }
-            if (fabs(out[i] - want) > 4.0 * size * 2.3e-16 * mag) bad++;
-        }
+        long bad = wrong_sums(out, n, size);
         CHECK(bad == 0, "Allreduce of %ld doubles: %ld wrong", n, bad);
         dg = fnv(dg, out, n * sizeof *out);
 
@@ -48,12 +55,7 @@ int main(int argc, char **argv) {
         MPI_OK(MPI_Reduce(in, rank == root ? out : NULL, (int)n, MPI_DOUBLE, MPI_SUM, root,
                           MPI_COMM_WORLD));
         if (rank == root) {
-            bad = 0;
-            for (long i = 0; i < n; i++) {
-                double want = 0, mag = 0;
-                for (int r = 0; r < size; r++) { want += val(r, i); mag += fabs(val(r, i)); }
-                if (fabs(out[i] - want) > 4.0 * size * 2.3e-16 * mag) bad++;
-            }
+            bad = wrong_sums(out, n, size);
             CHECK(bad == 0, "Reduce of %ld doubles: %ld wrong", n, bad);
             dg = fnv(dg, out, n * sizeof *out);
         }

@@ -71,6 +71,19 @@ impl Flat {
         self.ends.last().copied().unwrap_or(0)
     }
 
+    /// Contiguous pieces of one instance, as listed (adjacent pieces that
+    /// the runs keep apart count twice): what a transfer that moves piece
+    /// by piece would handle.
+    pub fn pieces(&self) -> u64 {
+        self.runs
+            .iter()
+            .map(|r| match r {
+                Run::Block { count, .. } => *count,
+                Run::Repeat { count, body, .. } => count.saturating_mul(body.pieces()),
+            })
+            .fold(0, u64::saturating_add)
+    }
+
     /// Appends a run, merging it into the previous one where the bytes
     /// continue contiguously or the stride continues regularly.
     pub(crate) fn push(&mut self, run: Run) {

@@ -30,6 +30,28 @@ pub(crate) fn walk<B>(
     }
     let ext = dt.extent();
     let mut within = skip % size;
+    // One piece per instance (a resized or padded basic type): step
+    // through the instances directly; walking the type map once per
+    // instance cost several times the copy itself.
+    if let [crate::flat::Run::Block {
+        offset, count: 1, ..
+    }] = dt.flat().runs()
+    {
+        for i in skip / size..count {
+            if budget == 0 {
+                break;
+            }
+            let n = (size - within).min(budget);
+            let at = ext
+                .wrapping_mul(i as i64)
+                .wrapping_add(*offset)
+                .wrapping_add(within as i64);
+            budget -= n;
+            f(at, n)?;
+            within = 0;
+        }
+        return ControlFlow::Continue(());
+    }
     for i in skip / size..count {
         if budget == 0 {
             break;

@@ -10,7 +10,7 @@ pub(super) mod rooted;
 pub(super) mod scans;
 
 use super::consts as c;
-use super::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use super::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op, MPI_Request};
 use super::datatype::staging::{self as staged, Mode, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
@@ -62,21 +62,24 @@ pub(in crate::abi) fn not_in_place(p: *const c_void, what: &str) -> MpiResult<()
 }
 
 /// `count` elements of `size` bytes, each factor checked.
-pub(in crate::abi) fn elem_bytes(count: c_int, size: usize) -> MpiResult<usize> {
+pub(in crate::abi) fn elem_bytes(count: impl Into<MPI_Count>, size: usize) -> MpiResult<usize> {
+    let count: MPI_Count = count.into();
     if count < 0 {
-        return Err(MpiError::count(i64::from(count)));
+        return Err(MpiError::count(count));
     }
-    (count as usize)
-        .checked_mul(size)
+    usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(size))
         .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))
 }
 
 /// `count` elements of `dt` for each of `n` ranks, in bytes.
 pub(in crate::abi) fn block_bytes(
-    count: c_int,
+    count: impl Into<MPI_Count>,
     dt: MPI_Datatype,
     n: u32,
 ) -> MpiResult<(usize, usize)> {
+    let count: MPI_Count = count.into();
     let blk = elem_bytes(count, types::type_size(dt)?)?;
     let all = blk
         .checked_mul(n as usize)
@@ -180,7 +183,7 @@ pub(in crate::abi) fn layout_w(
 /// `p` must point to `count` elements of `dt`.
 pub(in crate::abi) unsafe fn send_data(
     p: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     dt: MPI_Datatype,
 ) -> MpiResult<Vec<u8>> {
     // SAFETY: forwarded from this function's contract.
@@ -260,7 +263,7 @@ mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Reques
 unsafe fn bcast(
     e: &mut Engine,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -281,7 +284,7 @@ unsafe fn bcast_staged(
     name: &str,
     mode: Mode,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -311,14 +314,14 @@ mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: M
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffer, valid for the call.
-    unsafe { bcast_staged("MPI_Bcast", Mode::Wait, buffer, count, datatype, root, comm) }
+    unsafe { bcast_staged("MPI_Bcast", Mode::Wait, buffer, count.into(), datatype, root, comm) }
 }}
 
 mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffer valid until the request completes.
-    unsafe { bcast_staged("MPI_Ibcast", Mode::Request(request), buffer, count, datatype, root, comm) }
+    unsafe { bcast_staged("MPI_Ibcast", Mode::Request(request), buffer, count.into(), datatype, root, comm) }
 }}
 
 // ---- reduce and allreduce -------------------------------------------------
@@ -331,7 +334,7 @@ unsafe fn reduce(
     e: &mut Engine,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     root: c_int,
@@ -372,7 +375,7 @@ unsafe fn reduce(
 /// As for [`Staged::new`].
 pub(super) unsafe fn reduce_arg(
     p: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     op: MPI_Op,
     how: Use,
@@ -397,7 +400,7 @@ unsafe fn reduce_staged(
     mode: Mode,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -443,14 +446,14 @@ mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { reduce_staged("MPI_Reduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, root, comm) }
+    unsafe { reduce_staged("MPI_Reduce", Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { reduce_staged("MPI_Ireduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, root, comm) }
+    unsafe { reduce_staged("MPI_Ireduce", Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
 }}
 
 /// # Safety
@@ -460,7 +463,7 @@ unsafe fn allreduce(
     e: &mut Engine,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
@@ -490,7 +493,7 @@ unsafe fn allreduce_staged(
     mode: Mode,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -533,12 +536,12 @@ mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut 
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allreduce_staged("MPI_Allreduce", Mode::Wait, sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { allreduce_staged("MPI_Allreduce", Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allreduce_staged("MPI_Iallreduce", Mode::Request(request), sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { allreduce_staged("MPI_Iallreduce", Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}

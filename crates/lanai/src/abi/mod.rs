@@ -42,7 +42,7 @@ use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::Status;
 use crate::engine::{Engine, TAG_UB};
 use consts as c;
-use consts::{MPI_Comm, MPI_Datatype, MPI_Status};
+use consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Status};
 use userbuf::UserBuf;
 
 /// The engine's index for a communicator handle. User communicators are
@@ -102,14 +102,18 @@ pub fn call(
 /// operation's lifetime, as the MPI standard requires of callers.
 pub unsafe fn user_buf(
     ptr: *const std::ffi::c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     dt: MPI_Datatype,
 ) -> MpiResult<UserBuf> {
+    let count: MPI_Count = count.into();
     if count < 0 {
-        return Err(MpiError::count(i64::from(count)));
+        return Err(MpiError::count(count));
     }
     let size = types::type_size(dt)?;
-    let len = size * count as usize;
+    let len = usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(size))
+        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))?;
     if ptr.is_null() && len > 0 {
         return Err(MpiError::new(
             c::MPI_ERR_BUFFER,

@@ -1,7 +1,7 @@
 //! Point-to-point entry points.
 
 use super::consts as c;
-use super::consts::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
+use super::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
 use super::datatype::staging::{self, Pending};
 use super::requests::{finish_blocking, handle_of, new_done_request};
 use super::userbuf::UserBuf;
@@ -21,7 +21,7 @@ use std::os::raw::c_int;
 unsafe fn isend(
     e: &mut Engine,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -41,11 +41,11 @@ unsafe fn isend(
 }
 
 macro_rules! blocking_send {
-    ($name:ident, $pname:ident, $mode:expr) => {
-        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    ($name:ident, $pname:ident, $count:ty, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: $count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
             call(stringify!($name), Some(comm), |e| {
                 // SAFETY: the caller's buffer, valid for the call's duration.
-                if let Some(r) = unsafe { isend(e, buf, count, datatype, dest, tag, comm, $mode)? } {
+                if let Some(r) = unsafe { isend(e, buf, count.into(), datatype, dest, tag, comm, $mode)? } {
                     finish_blocking(e, r, std::ptr::null_mut())?;
                 }
                 Ok(())
@@ -54,20 +54,24 @@ macro_rules! blocking_send {
     };
 }
 
-blocking_send!(MPI_Send, PMPI_Send, SendMode::Standard);
-blocking_send!(MPI_Ssend, PMPI_Ssend, SendMode::Sync);
-blocking_send!(MPI_Rsend, PMPI_Rsend, SendMode::Ready);
-blocking_send!(MPI_Bsend, PMPI_Bsend, SendMode::Buffered);
+blocking_send!(MPI_Send, PMPI_Send, c_int, SendMode::Standard);
+blocking_send!(MPI_Send_c, PMPI_Send_c, MPI_Count, SendMode::Standard);
+blocking_send!(MPI_Ssend, PMPI_Ssend, c_int, SendMode::Sync);
+blocking_send!(MPI_Ssend_c, PMPI_Ssend_c, MPI_Count, SendMode::Sync);
+blocking_send!(MPI_Rsend, PMPI_Rsend, c_int, SendMode::Ready);
+blocking_send!(MPI_Rsend_c, PMPI_Rsend_c, MPI_Count, SendMode::Ready);
+blocking_send!(MPI_Bsend, PMPI_Bsend, c_int, SendMode::Buffered);
+blocking_send!(MPI_Bsend_c, PMPI_Bsend_c, MPI_Count, SendMode::Buffered);
 
 macro_rules! nonblocking_send {
-    ($name:ident, $pname:ident, $mode:expr) => {
-        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ($name:ident, $pname:ident, $count:ty, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: $count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             call(stringify!($name), Some(comm), |e| {
                 if request.is_null() {
                     return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
                 }
                 // SAFETY: the standard keeps the buffer valid until completion.
-                let r = match unsafe { isend(e, buf, count, datatype, dest, tag, comm, $mode)? } {
+                let r = match unsafe { isend(e, buf, count.into(), datatype, dest, tag, comm, $mode)? } {
                     Some(r) => r,
                     None => new_done_request(e, Status::default()),
                 };
@@ -79,17 +83,21 @@ macro_rules! nonblocking_send {
     };
 }
 
-nonblocking_send!(MPI_Isend, PMPI_Isend, SendMode::Standard);
-nonblocking_send!(MPI_Issend, PMPI_Issend, SendMode::Sync);
-nonblocking_send!(MPI_Irsend, PMPI_Irsend, SendMode::Ready);
-nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, SendMode::Buffered);
+nonblocking_send!(MPI_Isend, PMPI_Isend, c_int, SendMode::Standard);
+nonblocking_send!(MPI_Isend_c, PMPI_Isend_c, MPI_Count, SendMode::Standard);
+nonblocking_send!(MPI_Issend, PMPI_Issend, c_int, SendMode::Sync);
+nonblocking_send!(MPI_Issend_c, PMPI_Issend_c, MPI_Count, SendMode::Sync);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, c_int, SendMode::Ready);
+nonblocking_send!(MPI_Irsend_c, PMPI_Irsend_c, MPI_Count, SendMode::Ready);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, c_int, SendMode::Buffered);
+nonblocking_send!(MPI_Ibsend_c, PMPI_Ibsend_c, MPI_Count, SendMode::Buffered);
 
 /// # Safety
 /// As for [`crate::abi::user_buf`].
 unsafe fn irecv(
     e: &mut Engine,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     src: c_int,
     tag: c_int,
@@ -107,64 +115,92 @@ unsafe fn irecv(
     Ok(r)
 }
 
-mpi_fn! { MPI_Recv / PMPI_Recv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    call("MPI_Recv", Some(comm), |e| {
-        // SAFETY: the caller's buffer, valid for the call's duration.
-        let r = unsafe { irecv(e, buf, count, datatype, source, tag, comm)? };
-        finish_blocking(e, r, status)
-    })
-}}
+macro_rules! recv {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                // SAFETY: the caller's buffer, valid for the call's duration.
+                let r = unsafe { irecv(e, buf, count.into(), datatype, source, tag, comm)? };
+                finish_blocking(e, r, status)
+            })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Irecv / PMPI_Irecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    call("MPI_Irecv", Some(comm), |e| {
-        if request.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
-        }
-        // SAFETY: the standard keeps the buffer valid until completion.
-        let r = unsafe { irecv(e, buf, count, datatype, source, tag, comm)? };
-        // SAFETY: checked non-null.
-        unsafe { *request = handle_of(r) };
-        Ok(())
-    })
-}}
+recv!(MPI_Recv, PMPI_Recv, c_int);
+recv!(MPI_Recv_c, PMPI_Recv_c, MPI_Count);
 
-mpi_fn! { MPI_Sendrecv / PMPI_Sendrecv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    call("MPI_Sendrecv", Some(comm), |e| {
-        // SAFETY: both buffers valid for the call's duration.
-        let rr = unsafe { irecv(e, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
-        // SAFETY: as above.
-        let sr = unsafe { isend(e, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)? };
-        if let Some(s) = sr {
-            finish_blocking(e, s, std::ptr::null_mut())?;
-        }
-        finish_blocking(e, rr, status)
-    })
-}}
+macro_rules! nonblocking_recv {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                if request.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+                }
+                // SAFETY: the standard keeps the buffer valid until completion.
+                let r = unsafe { irecv(e, buf, count.into(), datatype, source, tag, comm)? };
+                // SAFETY: checked non-null.
+                unsafe { *request = handle_of(r) };
+                Ok(())
+            })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Sendrecv_replace / PMPI_Sendrecv_replace (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
-        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    call("MPI_Sendrecv_replace", Some(comm), |e| {
-        // Send from a (packed) copy so the receive can land in place.
-        let ci = comm_idx(comm)?;
-        // SAFETY: the caller's buffer, valid for the call's duration.
-        let (b, keep) = unsafe { staging::send_buf(buf, count, datatype)? };
-        let mut copy = match keep {
-            Some(Pending::Send(t)) => t,
-            _ => b.as_slice().to_vec(),
-        };
-        check_tag(sendtag, false)?;
-        // SAFETY: `copy` outlives the send, which completes below.
-        let cb = unsafe { UserBuf::new(copy.as_mut_ptr(), copy.len()) };
-        let sr = e.start_send(ci, dest, sendtag, cb, SendMode::Standard)?;
-        // SAFETY: as above.
-        let rr = unsafe { irecv(e, buf, count, datatype, source, recvtag, comm)? };
-        if let Some(s) = sr {
-            finish_blocking(e, s, std::ptr::null_mut())?;
-        }
-        finish_blocking(e, rr, status)
-    })
-}}
+nonblocking_recv!(MPI_Irecv, PMPI_Irecv, c_int);
+nonblocking_recv!(MPI_Irecv_c, PMPI_Irecv_c, MPI_Count);
+
+macro_rules! sendrecv {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                // SAFETY: both buffers valid for the call's duration.
+                let rr = unsafe { irecv(e, recvbuf, recvcount.into(), recvtype, source, recvtag, comm)? };
+                // SAFETY: as above.
+                let sr = unsafe { isend(e, sendbuf, sendcount.into(), sendtype, dest, sendtag, comm, SendMode::Standard)? };
+                if let Some(s) = sr {
+                    finish_blocking(e, s, std::ptr::null_mut())?;
+                }
+                finish_blocking(e, rr, status)
+            })
+        }}
+    };
+}
+
+sendrecv!(MPI_Sendrecv, PMPI_Sendrecv, c_int);
+sendrecv!(MPI_Sendrecv_c, PMPI_Sendrecv_c, MPI_Count);
+
+macro_rules! sendrecv_replace {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                // Send from a (packed) copy so the receive can land in place.
+                let ci = comm_idx(comm)?;
+                // SAFETY: the caller's buffer, valid for the call's duration.
+                let (b, keep) = unsafe { staging::send_buf(buf, count, datatype)? };
+                let mut copy = match keep {
+                    Some(Pending::Send(t)) => t,
+                    _ => b.as_slice().to_vec(),
+                };
+                check_tag(sendtag, false)?;
+                // SAFETY: `copy` outlives the send, which completes below.
+                let cb = unsafe { UserBuf::new(copy.as_mut_ptr(), copy.len()) };
+                let sr = e.start_send(ci, dest, sendtag, cb, SendMode::Standard)?;
+                // SAFETY: as above.
+                let rr = unsafe { irecv(e, buf, count.into(), datatype, source, recvtag, comm)? };
+                if let Some(s) = sr {
+                    finish_blocking(e, s, std::ptr::null_mut())?;
+                }
+                finish_blocking(e, rr, status)
+            })
+        }}
+    };
+}
+
+sendrecv_replace!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, c_int);
+sendrecv_replace!(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, MPI_Count);
 
 // ---- probe ----
 
@@ -273,7 +309,7 @@ mpi_fn! { MPI_Mprobe / PMPI_Mprobe (source: c_int, tag: c_int, comm: MPI_Comm, m
 unsafe fn start_mrecv(
     e: &mut Engine,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     message: *mut MPI_Message,
 ) -> MpiResult<Option<usize>> {
@@ -306,34 +342,48 @@ unsafe fn start_mrecv(
     Ok(Some(r))
 }
 
-mpi_fn! { MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    call("MPI_Mrecv", None, |e| {
-        // SAFETY: the caller's buffer and handle.
-        match unsafe { start_mrecv(e, buf, count, datatype, message)? } {
-            Some(r) => finish_blocking(e, r, status),
-            None => {
-                write_probe_status(status, &proc_null_status());
-                Ok(())
-            }
-        }
-    })
-}}
+macro_rules! mrecv {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+            call(stringify!($name), None, |e| {
+                // SAFETY: the caller's buffer and handle.
+                match unsafe { start_mrecv(e, buf, count.into(), datatype, message)? } {
+                    Some(r) => finish_blocking(e, r, status),
+                    None => {
+                        write_probe_status(status, &proc_null_status());
+                        Ok(())
+                    }
+                }
+            })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    call("MPI_Imrecv", None, |e| {
-        if request.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
-        }
-        // SAFETY: the caller's buffer (valid until completion) and handle.
-        let r = match unsafe { start_mrecv(e, buf, count, datatype, message)? } {
-            Some(r) => r,
-            None => new_done_request(e, proc_null_status()),
-        };
-        // SAFETY: checked non-null.
-        unsafe { *request = handle_of(r) };
-        Ok(())
-    })
-}}
+mrecv!(MPI_Mrecv, PMPI_Mrecv, c_int);
+mrecv!(MPI_Mrecv_c, PMPI_Mrecv_c, MPI_Count);
+
+macro_rules! nonblocking_mrecv {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+            call(stringify!($name), None, |e| {
+                if request.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+                }
+                // SAFETY: the caller's buffer (valid until completion) and handle.
+                let r = match unsafe { start_mrecv(e, buf, count.into(), datatype, message)? } {
+                    Some(r) => r,
+                    None => new_done_request(e, proc_null_status()),
+                };
+                // SAFETY: checked non-null.
+                unsafe { *request = handle_of(r) };
+                Ok(())
+            })
+        }}
+    };
+}
+
+nonblocking_mrecv!(MPI_Imrecv, PMPI_Imrecv, c_int);
+nonblocking_mrecv!(MPI_Imrecv_c, PMPI_Imrecv_c, MPI_Count);
 
 // ---- counts ----
 
@@ -422,41 +472,55 @@ count_fn!(
 
 // ---- buffered mode ----
 
-mpi_fn! { MPI_Buffer_attach / PMPI_Buffer_attach (buffer: *mut c_void, size: c_int) -> c_int {
-    call("MPI_Buffer_attach", None, |e| {
-        if size < 0 {
-            return Err(MpiError::count(i64::from(size)));
-        }
-        if e.bsend_buffer.is_some() {
-            return Err(MpiError::new(c::MPI_ERR_BUFFER, "a buffer is already attached"));
-        }
-        e.bsend_buffer = Some((buffer as usize, size as usize));
-        Ok(())
-    })
-}}
+macro_rules! buffer_attach {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buffer: *mut c_void, size: $count) -> c_int {
+            call(stringify!($name), None, |e| {
+                if size < 0 {
+                    return Err(MpiError::count(size.into()));
+                }
+                if e.bsend_buffer.is_some() {
+                    return Err(MpiError::new(c::MPI_ERR_BUFFER, "a buffer is already attached"));
+                }
+                e.bsend_buffer = Some((buffer as usize, size as usize));
+                Ok(())
+            })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Buffer_detach / PMPI_Buffer_detach (buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    call("MPI_Buffer_detach", None, |e| {
-        if buffer_addr.is_null() || size.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
-        }
-        // Detaching waits until every buffered send has left the buffer.
-        e.wait_until(|e| e.st.bsend_used == 0)?;
-        let (addr, len) = e.bsend_buffer.take().unwrap_or((0, 0));
-        // SAFETY: both checked non-null; `buffer_addr` is a `void **` in C.
-        unsafe {
-            *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
-            *size = len as c_int;
-        }
-        Ok(())
-    })
-}}
+buffer_attach!(MPI_Buffer_attach, PMPI_Buffer_attach, c_int);
+buffer_attach!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, MPI_Count);
+
+macro_rules! buffer_detach {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buffer_addr: *mut c_void, size: *mut $count) -> c_int {
+            call(stringify!($name), None, |e| {
+                if buffer_addr.is_null() || size.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
+                }
+                // Detaching waits until every buffered send has left the buffer.
+                e.wait_until(|e| e.st.bsend_used == 0)?;
+                let (addr, len) = e.bsend_buffer.take().unwrap_or((0, 0));
+                // SAFETY: both checked non-null; `buffer_addr` is a `void **` in C.
+                unsafe {
+                    *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
+                    *size = len as $count;
+                }
+                Ok(())
+            })
+        }}
+    };
+}
+
+buffer_detach!(MPI_Buffer_detach, PMPI_Buffer_detach, c_int);
+buffer_detach!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, MPI_Count);
 
 // ---- persistent requests ----
 
 macro_rules! send_init {
-    ($name:ident, $pname:ident, $mode:expr) => {
-        mpi_fn! { $name / $pname (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ($name:ident, $pname:ident, $count:ty, $mode:expr) => {
+        mpi_fn! { $name / $pname (buf: *const c_void, count: $count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             call(stringify!($name), Some(comm), |e| {
                 let ci = comm_idx(comm)?;
                 // SAFETY: the standard keeps the buffer valid while the request exists.
@@ -481,30 +545,61 @@ macro_rules! send_init {
     };
 }
 
-send_init!(MPI_Send_init, PMPI_Send_init, SendMode::Standard);
-send_init!(MPI_Ssend_init, PMPI_Ssend_init, SendMode::Sync);
-send_init!(MPI_Rsend_init, PMPI_Rsend_init, SendMode::Ready);
-send_init!(MPI_Bsend_init, PMPI_Bsend_init, SendMode::Buffered);
+send_init!(MPI_Send_init, PMPI_Send_init, c_int, SendMode::Standard);
+send_init!(
+    MPI_Send_init_c,
+    PMPI_Send_init_c,
+    MPI_Count,
+    SendMode::Standard
+);
+send_init!(MPI_Ssend_init, PMPI_Ssend_init, c_int, SendMode::Sync);
+send_init!(
+    MPI_Ssend_init_c,
+    PMPI_Ssend_init_c,
+    MPI_Count,
+    SendMode::Sync
+);
+send_init!(MPI_Rsend_init, PMPI_Rsend_init, c_int, SendMode::Ready);
+send_init!(
+    MPI_Rsend_init_c,
+    PMPI_Rsend_init_c,
+    MPI_Count,
+    SendMode::Ready
+);
+send_init!(MPI_Bsend_init, PMPI_Bsend_init, c_int, SendMode::Buffered);
+send_init!(
+    MPI_Bsend_init_c,
+    PMPI_Bsend_init_c,
+    MPI_Count,
+    SendMode::Buffered
+);
 
-mpi_fn! { MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    call("MPI_Recv_init", Some(comm), |e| {
-        let ci = comm_idx(comm)?;
-        // SAFETY: the standard keeps the buffer valid while the request exists.
-        let (b, keep) = unsafe { staging::persistent_buf(buf, count, datatype, false)? };
-        check_tag(tag, true)?;
-        if source != c::MPI_PROC_NULL && source != c::MPI_ANY_SOURCE {
-            e.comms.get(ci)?.check_rank(source)?;
-        }
-        if request.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
-        }
-        let r = e.persistent(Persistent::Recv { comm: ci, src: source, tag, buf: b });
-        // Unpacked into the user layout at each completion.
-        if let Some(p) = keep {
-            staging::hold(e, r, p);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *request = handle_of(r) };
-        Ok(())
-    })
-}}
+macro_rules! recv_init {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buf: *mut c_void, count: $count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            call(stringify!($name), Some(comm), |e| {
+                let ci = comm_idx(comm)?;
+                // SAFETY: the standard keeps the buffer valid while the request exists.
+                let (b, keep) = unsafe { staging::persistent_buf(buf, count, datatype, false)? };
+                check_tag(tag, true)?;
+                if source != c::MPI_PROC_NULL && source != c::MPI_ANY_SOURCE {
+                    e.comms.get(ci)?.check_rank(source)?;
+                }
+                if request.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+                }
+                let r = e.persistent(Persistent::Recv { comm: ci, src: source, tag, buf: b });
+                // Unpacked into the user layout at each completion.
+                if let Some(p) = keep {
+                    staging::hold(e, r, p);
+                }
+                // SAFETY: checked non-null.
+                unsafe { *request = handle_of(r) };
+                Ok(())
+            })
+        }}
+    };
+}
+
+recv_init!(MPI_Recv_init, PMPI_Recv_init, c_int);
+recv_init!(MPI_Recv_init_c, PMPI_Recv_init_c, MPI_Count);

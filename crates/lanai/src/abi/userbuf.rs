@@ -197,6 +197,17 @@ impl UserBuf {
         self.layout.is_none()
     }
 
+    /// Mean bytes per contiguous piece (the whole length when contiguous).
+    pub fn mean_piece(&self) -> usize {
+        match self.layout() {
+            None => self.len,
+            Some(l) => {
+                let pieces = l.dt.flat().pieces().saturating_mul(l.count).max(1);
+                (l.size as u64 / pieces) as usize
+            }
+        }
+    }
+
     /// The address, for single-copy transfers done by the kernel
     /// (contiguous buffers; see `segments` for the general case).
     pub fn addr(&self) -> usize {

@@ -21,6 +21,10 @@ const MIN_DATA_PER_RUN: usize = 256;
 /// since the kernel pins pages per remote piece (measured: 1 KiB pieces
 /// read in place are slower than packing, 4 KiB ones faster).
 const MIN_MEAN_PIECE: usize = 2048;
+/// Bytes per chunk when a fine receive layout is filled through a bounce
+/// buffer: large enough to amortise the system call, small enough to stay
+/// in cache.
+const BOUNCE: usize = 1 << 20;
 
 impl Engine {
     /// Starts a send. Returns the request, or None when it already completed
@@ -299,7 +303,14 @@ impl Engine {
             runs.is_empty() && len > 0,
         ) {
             let pid = self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local));
-            match cma::read_into(pid, &runs, &buf, n) {
+            // Pieces too small for an iovec each come through a bounce
+            // buffer and are unpacked from there.
+            let read = if buf.mean_piece() < MIN_MEAN_PIECE {
+                cma::read_through(pid, &runs, &buf, n, &mut vec![0; BOUNCE.min(n)])
+            } else {
+                cma::read_into(pid, &runs, &buf, n)
+            };
+            match read {
                 Ok(()) => {
                     self.st.reqs.complete(
                         req,

@@ -173,6 +173,54 @@ pub fn read_into(pid: i32, runs: &[RemoteRun], dst: &UserBuf, n: usize) -> nix::
     let n = n.min(dst.len());
     let mut remote = Window::new(pieces(runs), n);
     let mut local = Window::new(dst.segments(), n);
+    // SAFETY: the local pieces are `dst`'s, user memory that its contract
+    // keeps valid and writable until the receive completes.
+    unsafe { transfer(pid, &mut remote, &mut local, n) }
+}
+
+/// As [`read_into`], for a destination cut into pieces too small to be
+/// worth an iovec each: the data comes through `scratch`, a chunk at a
+/// time, and is unpacked from there into `dst`'s layout.
+pub fn read_through(
+    pid: i32,
+    runs: &[RemoteRun],
+    dst: &UserBuf,
+    n: usize,
+    scratch: &mut [u8],
+) -> nix::Result<()> {
+    let n = n.min(dst.len());
+    if scratch.is_empty() && n > 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut remote = Window::new(pieces(runs), n);
+    let mut done = 0;
+    while done < n {
+        let want = scratch.len().min(n - done);
+        let mut local = Window::new(std::iter::once((scratch.as_mut_ptr() as usize, want)), want);
+        // SAFETY: the local piece is `scratch`, borrowed mutably here.
+        unsafe { transfer(pid, &mut remote, &mut local, want)? };
+        dst.write_at(done, &scratch[..want]);
+        done += want;
+    }
+    Ok(())
+}
+
+/// Moves `n` bytes from the `remote` pieces of process `pid` into the
+/// `local` ones, refilling both windows as they drain.
+///
+/// # Safety
+/// Every local piece is memory this process may write, and nothing else
+/// accesses it during the call.
+unsafe fn transfer<R, L>(
+    pid: i32,
+    remote: &mut Window<R>,
+    local: &mut Window<L>,
+    n: usize,
+) -> nix::Result<()>
+where
+    R: Iterator<Item = (usize, usize)>,
+    L: Iterator<Item = (usize, usize)>,
+{
     let mut done = 0;
     while done < n {
         remote.fill();
@@ -180,9 +228,8 @@ pub fn read_into(pid: i32, runs: &[RemoteRun], dst: &UserBuf, n: usize) -> nix::
         if remote.iov.is_empty() || local.iov.is_empty() {
             return Err(Errno::EFAULT);
         }
-        // SAFETY: the local iovecs are pieces of `dst`, user memory that
-        // its contract keeps valid and writable until the receive
-        // completes; the kernel checks the remote ones against `pid`.
+        // SAFETY: per this function's contract for the local iovecs; the
+        // kernel checks the remote ones against `pid`.
         let got = unsafe {
             libc::process_vm_readv(
                 pid,
@@ -300,5 +347,33 @@ mod tests {
         read_into(me(), &runs, &b, 36_000).expect("prefix read");
         assert_eq!(&short[..10], &sent[..10]);
         assert_eq!(short[10], 0);
+    }
+
+    #[test]
+    fn read_through_scratch_fills_a_fine_layout() {
+        // Destination: single bytes two apart (the case iovecs would make
+        // slow), read from a contiguous source through a scratch smaller
+        // than the message and not a divisor of it.
+        let byte = Datatype::primitive(Primitive::Uint8);
+        let spread = Datatype::resized(&byte, 0, 2).expect("resized");
+        let src: Vec<u8> = (0..10_007u32).map(|i| (i * 7 % 251) as u8).collect();
+        let runs = [RemoteRun {
+            addr: src.as_ptr() as u64,
+            len: src.len() as u64,
+            stride: 0,
+            count: 1,
+        }];
+        let mut dst = vec![0xa5u8; 2 * src.len()];
+        // SAFETY: `dst` holds every byte of 10_007 instances of `spread`.
+        let dl = unsafe { Layout::new(spread, 10_007, dst.as_mut_ptr(), dst.len() - 1, 0, 10_007) };
+        // SAFETY: `dl` outlives the buffer.
+        let db = unsafe { UserBuf::segmented(&dl) };
+        assert_eq!(db.mean_piece(), 1);
+        let mut scratch = vec![0u8; 999];
+        read_through(me(), &runs, &db, src.len(), &mut scratch).expect("read through scratch");
+        for (i, &v) in src.iter().enumerate() {
+            assert_eq!(dst[2 * i], v, "element {i}");
+            assert_eq!(dst[2 * i + 1], 0xa5, "hole {i}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use super::{
     send_data, slice_of,
 };
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -21,10 +21,10 @@ use std::os::raw::c_int;
 unsafe fn allgather(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
@@ -53,10 +53,10 @@ unsafe fn allgather_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
@@ -95,14 +95,14 @@ mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_i
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allgather_staged("MPI_Allgather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    unsafe { allgather_staged("MPI_Allgather", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allgather_staged("MPI_Iallgather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    unsafe { allgather_staged("MPI_Iallgather", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
 }}
 
 /// # Safety
@@ -111,7 +111,7 @@ mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c
 unsafe fn allgatherv(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -150,7 +150,7 @@ unsafe fn allgatherv_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -194,14 +194,14 @@ mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
+    unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
+    unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 /// Starts an all-to-all once the receive side is known: with MPI_IN_PLACE
@@ -242,10 +242,10 @@ fn uniform(size: u32, blk: usize) -> MpiResult<Layout> {
 unsafe fn alltoall(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
@@ -265,10 +265,10 @@ unsafe fn alltoall_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
@@ -307,14 +307,14 @@ mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { alltoall_staged("MPI_Alltoall", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    unsafe { alltoall_staged("MPI_Alltoall", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { alltoall_staged("MPI_Ialltoall", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    unsafe { alltoall_staged("MPI_Ialltoall", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
 }}
 
 /// # Safety

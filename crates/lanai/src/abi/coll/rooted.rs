@@ -5,7 +5,7 @@ use super::{
     same_len, send_data, slice_of,
 };
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::user_buf;
 use crate::engine::error::{MpiError, MpiResult};
@@ -25,10 +25,10 @@ fn only_at_root() -> MpiError {
 unsafe fn gather(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -67,10 +67,10 @@ unsafe fn gather_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -115,14 +115,14 @@ mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, se
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { gather_staged("MPI_Gather", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { gather_staged("MPI_Gather", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { gather_staged("MPI_Igather", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { gather_staged("MPI_Igather", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 /// # Safety
@@ -131,7 +131,7 @@ mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, 
 unsafe fn gatherv(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -181,7 +181,7 @@ unsafe fn gatherv_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -231,14 +231,14 @@ mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, 
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
+    unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
+    unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 /// The root's own receive buffer in a scatter: `None` for MPI_IN_PLACE;
@@ -248,7 +248,7 @@ mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int
 /// `recvbuf` holds `recvcount` elements of `recvtype` until completion.
 unsafe fn root_recv(
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     need: usize,
 ) -> MpiResult<Option<crate::abi::userbuf::UserBuf>> {
@@ -275,10 +275,10 @@ unsafe fn root_recv(
 unsafe fn scatter(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -312,10 +312,10 @@ unsafe fn scatter_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -360,14 +360,14 @@ mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, 
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scatter_staged("MPI_Scatter", Mode::Wait, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { scatter_staged("MPI_Scatter", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scatter_staged("MPI_Iscatter", Mode::Request(request), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { scatter_staged("MPI_Iscatter", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 /// # Safety
@@ -380,7 +380,7 @@ unsafe fn scatterv(
     displs: *const c_int,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -430,7 +430,7 @@ unsafe fn scatterv_staged(
     displs: *const c_int,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -476,12 +476,12 @@ mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *con
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}

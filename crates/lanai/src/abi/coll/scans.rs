@@ -6,7 +6,7 @@ use super::{
     send_data,
 };
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request};
+use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Use};
 use crate::abi::{types, user_buf};
 use crate::engine::error::{MpiError, MpiResult};
@@ -42,7 +42,7 @@ unsafe fn reduce_scatter_block(
     e: &mut Engine,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
@@ -70,7 +70,7 @@ unsafe fn reduce_scatter_block_staged(
     mode: Mode,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -116,14 +116,14 @@ mpi_fn! { MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sendbuf: *const 
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { reduce_scatter_block_staged("MPI_Reduce_scatter_block", Mode::Wait, sendbuf, recvbuf, recvcount, datatype, op, comm) }
+    unsafe { reduce_scatter_block_staged("MPI_Reduce_scatter_block", Mode::Wait, sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { reduce_scatter_block_staged("MPI_Ireduce_scatter_block", Mode::Request(request), sendbuf, recvbuf, recvcount, datatype, op, comm) }
+    unsafe { reduce_scatter_block_staged("MPI_Ireduce_scatter_block", Mode::Request(request), sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
 }}
 
 /// # Safety
@@ -197,8 +197,8 @@ unsafe fn reduce_scatter_staged(
             // SAFETY: the caller's buffers, valid until completion.
             let a = unsafe {
                 vec![
-                    reduce_arg(sendbuf, total, datatype, op, Use::INPUT)?,
-                    reduce_arg(recvbuf, out, datatype, op, Use::OUTPUT)?,
+                    reduce_arg(sendbuf, total.into(), datatype, op, Use::INPUT)?,
+                    reduce_arg(recvbuf, out.into(), datatype, op, Use::OUTPUT)?,
                 ]
             };
             Ok(a)
@@ -265,7 +265,7 @@ unsafe fn scan(
     kind: Prefix,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
@@ -299,7 +299,7 @@ unsafe fn scan_staged(
     kind: Prefix,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -339,23 +339,23 @@ unsafe fn scan_staged(
 mpi_fn! { MPI_Scan / PMPI_Scan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Scan", comm); }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scan_staged("MPI_Scan", Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { scan_staged("MPI_Scan", Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iscan / PMPI_Iscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iscan", comm); }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scan_staged("MPI_Iscan", Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { scan_staged("MPI_Iscan", Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Exscan / PMPI_Exscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Exscan", comm); }
     // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scan_staged("MPI_Exscan", Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { scan_staged("MPI_Exscan", Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}
 
 mpi_fn! { MPI_Iexscan / PMPI_Iexscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iexscan", comm); }
     // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scan_staged("MPI_Iexscan", Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { scan_staged("MPI_Iexscan", Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
 }}

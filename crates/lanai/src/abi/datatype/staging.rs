@@ -10,7 +10,7 @@
 
 use super::{dt_err, predef, resolve_committed};
 use crate::abi::consts as c;
-use crate::abi::consts::MPI_Datatype;
+use crate::abi::consts::{MPI_Count, MPI_Datatype};
 use crate::abi::userbuf::{count_packed, Layout, UserBuf};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::Status;
@@ -164,7 +164,7 @@ impl View {
 /// `buf` holds `count` instances of `h` (MPI contract).
 unsafe fn packed_view(
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     h: MPI_Datatype,
 ) -> MpiResult<Option<View>> {
     // The common case first: a basic type, one match, no lock.
@@ -175,7 +175,7 @@ unsafe fn packed_view(
         return Ok(None);
     }
     if count < 0 {
-        return Err(MpiError::count(i64::from(count)));
+        return Err(MpiError::count(count));
     }
     let dt = resolve_committed(h)?;
     if dt.is_contiguous() && dt.lb() == 0 {
@@ -221,9 +221,10 @@ pub enum Pending {
 /// As for [`crate::abi::user_buf`].
 pub unsafe fn send_buf(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
+    let count: MPI_Count = count.into();
     // SAFETY: forwarded.
     match unsafe { packed_view(buf, count, h)? } {
         None => {
@@ -260,9 +261,10 @@ fn in_place(v: View) -> MpiResult<(UserBuf, Option<Pending>)> {
 /// As for [`crate::abi::user_buf`].
 pub unsafe fn recv_buf(
     buf: *mut c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
+    let count: MPI_Count = count.into();
     // SAFETY: forwarded.
     match unsafe { packed_view(buf, count, h)? } {
         None => {
@@ -309,10 +311,11 @@ impl Pending {
 /// As for [`crate::abi::user_buf`], for as long as the request exists.
 pub unsafe fn persistent_buf(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     h: MPI_Datatype,
     send: bool,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
+    let count: MPI_Count = count.into();
     // SAFETY: forwarded.
     match unsafe { packed_view(buf, count, h)? } {
         None => {
@@ -437,7 +440,7 @@ pub fn forget(e: &Engine, req: usize) {
 /// also take their counts, displacements and types from the `Staged`.
 pub struct Staged {
     ptr: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     /// The datatype a reduction operation combines: `dt`, or the caller's
     /// derived type when a user operation's data was packed into bytes.
@@ -578,10 +581,10 @@ unsafe fn entries<'a, T>(p: *const T, n: u32, what: &str) -> MpiResult<&'a [T]> 
 impl Staged {
     /// The argument untouched (predefined type, `MPI_IN_PLACE`, or not
     /// significant on this rank).
-    pub fn pass(ptr: *const c_void, count: c_int, dt: MPI_Datatype) -> Staged {
+    pub fn pass(ptr: *const c_void, count: impl Into<MPI_Count>, dt: MPI_Datatype) -> Staged {
         Staged {
             ptr: ptr as *mut c_void,
-            count,
+            count: count.into(),
             dt,
             op_dt: dt,
             per: 1,
@@ -595,15 +598,16 @@ impl Staged {
     /// `buf` holds `count * how.blocks` instances of `h` (MPI contract).
     pub unsafe fn new(
         buf: *const c_void,
-        count: c_int,
+        count: impl Into<MPI_Count>,
         h: MPI_Datatype,
         how: Use,
     ) -> MpiResult<Staged> {
+        let count: MPI_Count = count.into();
         if buf as usize == c::MPI_IN_PLACE || predef::lookup(h).is_some() || !super::is_derived(h) {
             return Ok(Staged::pass(buf, count, h));
         }
         if count < 0 {
-            return Err(MpiError::count(i64::from(count)));
+            return Err(MpiError::count(count));
         }
         let dt = resolve_committed(h)?;
         let direct = dt.is_contiguous() && dt.lb() == 0;
@@ -627,7 +631,8 @@ impl Staged {
         } else {
             (dt.size(), c::MPI_BYTE)
         };
-        let new_count = c_int::try_from(per as u128 * count as u128).map_err(|_| too_large())?;
+        let new_count =
+            MPI_Count::try_from(per as u128 * count as u128).map_err(|_| too_large())?;
         let n = (count as u64)
             .checked_mul(how.blocks as u64)
             .ok_or_else(too_large)?;
@@ -818,7 +823,7 @@ impl Staged {
         self.ptr
     }
 
-    pub fn count(&self) -> c_int {
+    pub fn count(&self) -> MPI_Count {
         self.count
     }
 

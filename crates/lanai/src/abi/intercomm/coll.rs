@@ -172,9 +172,7 @@ pub(in crate::abi) unsafe fn reduce(
                     // Only for the datatype the operation combines.
                     InterRoot::Idle => reduce_arg(std::ptr::null(), 0, datatype, op, Use::INPUT)?,
                     InterRoot::Root => reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
-                    InterRoot::Remote(_) => {
-                        reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?
-                    }
+                    InterRoot::Remote(_) => reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
                 }
             };
             Ok(vec![s])
@@ -288,7 +286,10 @@ pub(in crate::abi) unsafe fn reduce_scatter(
             let bytes = unsafe { array(recvcounts, size, "recvcounts")? }
                 .iter()
                 .map(|&n| {
-                    let n = c_int::try_from(n as u64 * per).map_err(|_| too_large("recvcounts"))?;
+                    let n = (n as u64)
+                        .checked_mul(per)
+                        .and_then(|n| c_int::try_from(n).ok())
+                        .ok_or_else(|| too_large("recvcounts"))?;
                     C::elem_bytes(n, esize)
                 })
                 .collect::<MpiResult<Vec<_>>>()?;
@@ -538,7 +539,9 @@ pub(in crate::abi) unsafe fn scatter(
                     no_in_place(a[0].ptr(), "the send buffer")?;
                     let (blk, all) = staged_blocks(&a[0], remote_size(e, ci)?)?;
                     // SAFETY: the staged buffer holds every block.
-                    let data = unsafe { C::bytes_buf(a[0].ptr(), all)? }.as_slice().to_vec();
+                    let data = unsafe { C::bytes_buf(a[0].ptr(), all)? }
+                        .as_slice()
+                        .to_vec();
                     e.inter_iscatter(ci, data, blk, None, root)
                 }
                 InterRoot::Remote(_) => {

@@ -749,7 +749,19 @@ impl Staged {
             })
             .collect::<MpiResult<Vec<_>>>()?;
         // SAFETY: forwarded.
-        unsafe { Staged::with_arrays(buf, &blocks, how, false) }.map(|s| s.unwrap_or(passed))
+        let s = unsafe { Staged::with_arrays(buf, &blocks, how, false)? };
+        // None: every block is empty, so the type is not significant; name
+        // bytes rather than a type the byte paths cannot size.
+        Ok(s.unwrap_or_else(|| Staged {
+            dt: c::MPI_BYTE,
+            op_dt: c::MPI_BYTE,
+            arrays: Some(Arrays {
+                counts: vec![0; cs.len()],
+                displs: vec![0; cs.len()],
+                types: Vec::new(),
+            }),
+            ..passed
+        }))
     }
 
     /// An alltoallw argument: `counts[i]` instances of `types[i]` at
@@ -894,13 +906,35 @@ pub fn collective(
     stage: impl FnOnce(u32, u32) -> MpiResult<Vec<Staged>>,
     start: impl FnOnce(&mut Engine, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
+    collective_on(
+        name,
+        comm,
+        mode,
+        |e, ci| {
+            let cm = e.comms.get(ci)?;
+            stage(cm.rank, cm.size)
+        },
+        |e, _, a| start(e, a),
+    )
+}
+
+/// As [`collective`], with `stage` and `start` given the engine and the
+/// communicator's engine index (intercommunicators stage by their root
+/// argument and the remote group's size).
+pub fn collective_on(
+    name: &str,
+    comm: crate::abi::consts::MPI_Comm,
+    mode: Mode,
+    stage: impl FnOnce(&Engine, usize) -> MpiResult<Vec<Staged>>,
+    start: impl FnOnce(&mut Engine, usize, &[Staged]) -> MpiResult<usize>,
+) -> c_int {
     crate::abi::call(name, Some(comm), |e| {
         if matches!(mode, Mode::Request(r) if r.is_null()) {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
-        let cm = e.comms.get(crate::abi::comm_idx(comm)?)?;
-        let args = stage(cm.rank, cm.size)?;
-        let req = start(e, &args)?;
+        let ci = crate::abi::comm_idx(comm)?;
+        let args = stage(e, ci)?;
+        let req = start(e, ci, &args)?;
         match mode {
             Mode::Wait => {
                 e.finish_coll(req)?;

@@ -1,5 +1,5 @@
 //! Attribute caching: keyvals with their copy and delete callbacks, the
-//! values programs attach to communicators and datatypes, and the
+//! values programs attach to communicators, datatypes and windows, and the
 //! predefined communicator attributes (`MPI_TAG_UB`, ...).
 //!
 //! Callbacks are user code that may call MPI, so they always run with no
@@ -10,7 +10,7 @@ use super::consts as c;
 use super::consts::{
     MPI_Comm, MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function, MPI_Copy_function,
     MPI_Datatype, MPI_Delete_function, MPI_Type_copy_attr_function, MPI_Type_delete_attr_function,
-    MPI_Win_copy_attr_function, MPI_Win_delete_attr_function,
+    MPI_Win, MPI_Win_copy_attr_function, MPI_Win_delete_attr_function,
 };
 use super::errhandler::{last_used_code, report};
 use super::{comm_idx, state};
@@ -578,7 +578,40 @@ mpi_fn! { MPI_Type_delete_attr / PMPI_Type_delete_attr (datatype: MPI_Datatype, 
     report("MPI_Type_delete_attr", None, r)
 }}
 
-// ---- Window keyvals (Lanai has no windows yet; the keyvals work) ----
+// ---- Window entry points (attributes keyed by the handle value) ----
+
+/// For `MPI_Win_free`: deletes the attributes of window `win`, running
+/// their delete callbacks (windows are never copied, so copy callbacks
+/// never run).
+pub fn before_win_free(win: MPI_Win) -> MpiResult<()> {
+    delete_all(Kind::Win, win)
+}
+
+fn win_get_attr(win: MPI_Win, kv: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult<()> {
+    super::win::check(win)?;
+    let v = match super::win::predefined_attr(win, kv)? {
+        Some(p) => Some(p),
+        None => get_attr(Kind::Win, win, kv)?.map(|v| v as *mut c_void),
+    };
+    // SAFETY: the caller's output arguments, checked inside.
+    unsafe { put_value(out, flag, v) }
+}
+
+mpi_fn! { MPI_Win_set_attr / PMPI_Win_set_attr (win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    let r = super::win::check(win).and_then(|()| set_attr(Kind::Win, win, win_keyval, attribute_val));
+    super::win::report("MPI_Win_set_attr", win, r)
+}}
+
+mpi_fn! { MPI_Win_get_attr / PMPI_Win_get_attr (win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+    super::win::report("MPI_Win_get_attr", win, win_get_attr(win, win_keyval, attribute_val, flag))
+}}
+
+mpi_fn! { MPI_Win_delete_attr / PMPI_Win_delete_attr (win: MPI_Win, win_keyval: c_int) -> c_int {
+    let r = super::win::check(win).and_then(|()| delete_attr(Kind::Win, win, win_keyval));
+    super::win::report("MPI_Win_delete_attr", win, r)
+}}
+
+// ---- Window keyvals ----
 
 mpi_fn! { MPI_Win_create_keyval / PMPI_Win_create_keyval (copy_fn: Option<MPI_Win_copy_attr_function>, delete_fn: Option<MPI_Win_delete_attr_function>, keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
     report("MPI_Win_create_keyval", None, create_keyval(Kind::Win, copy_fn, delete_fn, keyval, extra_state))

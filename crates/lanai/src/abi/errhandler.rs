@@ -24,8 +24,25 @@ const INDEX_MASK: c_int = 0x03ff_ffff;
 /// predefined code, as MPICH does.
 const FIRST_ADDED: c_int = c::MPI_ERR_LASTCODE + 1;
 
+/// The kind of object a user handler was created for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrhKind {
+    Comm,
+    Win,
+}
+
+impl ErrhKind {
+    fn noun(self) -> &'static str {
+        match self {
+            ErrhKind::Comm => "communicators",
+            ErrhKind::Win => "windows",
+        }
+    }
+}
+
 struct Handler {
     func: MPI_Comm_errhandler_function,
+    kind: ErrhKind,
     /// Handles the program holds (create and get add one, free drops one).
     /// The entry itself stays: communicators may still use the handler.
     user_refs: u32,
@@ -83,8 +100,9 @@ pub fn invoke(f: MPI_Comm_errhandler_function, comm: MPI_Comm, code: c_int) -> c
     code
 }
 
-/// Checks a handle a program passes to set an error handler.
-fn check_settable(h: MPI_Errhandler) -> MpiResult<()> {
+/// Checks a handle a program passes to set an error handler on an object
+/// of `kind`.
+pub(super) fn check_settable(h: MPI_Errhandler, kind: ErrhKind) -> MpiResult<()> {
     match h {
         c::MPI_ERRORS_ARE_FATAL | c::MPI_ERRORS_RETURN | c::MPI_ERRORS_ABORT => return Ok(()),
         c::MPI_ERRHANDLER_NULL => {
@@ -95,20 +113,42 @@ fn check_settable(h: MPI_Errhandler) -> MpiResult<()> {
         }
         _ => {}
     }
-    let live = user_index(h)
-        .and_then(|i| table().handlers.get(i).map(|x| x.user_refs > 0))
-        .unwrap_or(false);
-    if live {
-        Ok(())
-    } else {
-        Err(MpiError::new(
+    let found = user_index(h)
+        .and_then(|i| table().handlers.get(i).map(|x| (x.user_refs > 0, x.kind)))
+        .unwrap_or((false, kind));
+    match found {
+        (false, _) => Err(MpiError::new(
             c::MPI_ERR_ARG,
             format!("invalid error handler 0x{:08x}", h as u32),
-        ))
+        )),
+        (true, k) if k != kind => Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            format!(
+                "error handler 0x{:08x} was created for {}, not {}",
+                h as u32,
+                k.noun(),
+                kind.noun()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
-fn create(func: Option<MPI_Comm_errhandler_function>, out: *mut MPI_Errhandler) -> MpiResult<()> {
+/// Counts one more program-held reference to `h` (the `*_get_errhandler`
+/// calls hand out a handle the program must free).
+pub(super) fn hold(h: MPI_Errhandler) {
+    if let Some(i) = user_index(h) {
+        if let Some(x) = table().handlers.get_mut(i) {
+            x.user_refs += 1;
+        }
+    }
+}
+
+pub(super) fn create(
+    func: Option<MPI_Comm_errhandler_function>,
+    out: *mut MPI_Errhandler,
+    kind: ErrhKind,
+) -> MpiResult<()> {
     let func = func.ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, "function is NULL"))?;
     if out.is_null() {
         return Err(MpiError::new(c::MPI_ERR_ARG, "errhandler is NULL"));
@@ -118,14 +158,18 @@ fn create(func: Option<MPI_Comm_errhandler_function>, out: *mut MPI_Errhandler) 
     if i > INDEX_MASK as usize {
         return Err(MpiError::new(c::MPI_ERR_NO_MEM, "too many error handlers"));
     }
-    t.handlers.push(Handler { func, user_refs: 1 });
+    t.handlers.push(Handler {
+        func,
+        kind,
+        user_refs: 1,
+    });
     // SAFETY: checked non-null; the caller's output argument.
     unsafe { *out = USER_ERRH_BASE | i as c_int };
     Ok(())
 }
 
 fn set(comm: MPI_Comm, h: MPI_Errhandler) -> MpiResult<()> {
-    check_settable(h)?;
+    check_settable(h, ErrhKind::Comm)?;
     state::with_engine(|e| {
         e.comms.get_mut(comm_idx(comm)?)?.errhandler = h;
         Ok(())
@@ -138,22 +182,18 @@ fn get(comm: MPI_Comm, out: *mut MPI_Errhandler) -> MpiResult<()> {
         return Err(MpiError::new(c::MPI_ERR_ARG, "errhandler is NULL"));
     }
     // The program now holds one more reference, which it must free.
-    if let Some(i) = user_index(h) {
-        if let Some(x) = table().handlers.get_mut(i) {
-            x.user_refs += 1;
-        }
-    }
+    hold(h);
     // SAFETY: checked non-null; the caller's output argument.
     unsafe { *out = h };
     Ok(())
 }
 
 mpi_fn! { MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler (function: Option<MPI_Comm_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    report("MPI_Comm_create_errhandler", None, create(function, errhandler))
+    report("MPI_Comm_create_errhandler", None, create(function, errhandler, ErrhKind::Comm))
 }}
 
 mpi_fn! { MPI_Errhandler_create / PMPI_Errhandler_create (function: Option<MPI_Comm_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    report("MPI_Errhandler_create", None, create(function, errhandler))
+    report("MPI_Errhandler_create", None, create(function, errhandler, ErrhKind::Comm))
 }}
 
 mpi_fn! { MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler (comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
@@ -210,20 +250,27 @@ mpi_fn! { MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler (comm: MPI_Comm, 
         Err(err) => return report("MPI_Comm_call_errhandler", Some(comm), Err(err)),
     };
     let (i, h) = idx;
+    call_handler("MPI_Comm_call_errhandler", comm_handle(i), h, errorcode)
+}}
+
+/// What `MPI_*_call_errhandler` does once it found handler `h` of object
+/// `obj`: nothing under `MPI_ERRORS_RETURN`, the user function, or the end
+/// of the job.
+pub(super) fn call_handler(func: &str, obj: c_int, h: MPI_Errhandler, errorcode: c_int) -> c_int {
     match h {
         c::MPI_ERRORS_RETURN => c::MPI_SUCCESS,
         _ => match user_function(h) {
             Some(f) => {
-                invoke(f, comm_handle(i), errorcode);
+                invoke(f, obj, errorcode);
                 c::MPI_SUCCESS
             }
             None => errors::fatal(&format!(
-                "MPI_Comm_call_errhandler: error code {errorcode}: {}",
+                "{func}: error code {errorcode}: {}",
                 error_string(errorcode)
             )),
         },
     }
-}}
+}
 
 // ---- Added error classes, codes and strings ----
 

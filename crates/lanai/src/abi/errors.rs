@@ -34,6 +34,13 @@ pub fn class_string(class: c_int) -> &'static str {
         c::MPI_ERR_NO_MEM => "out of memory",
         c::MPI_ERR_UNSUPPORTED_OPERATION => "operation not supported by Lanai yet",
         c::MPI_ERR_NOT_SAME => "collective arguments not identical across processes",
+        c::MPI_ERR_WIN => "invalid window",
+        c::MPI_ERR_BASE => "invalid base address",
+        c::MPI_ERR_SIZE => "invalid size",
+        c::MPI_ERR_DISP => "invalid displacement unit",
+        c::MPI_ERR_RMA_ATTACH => "memory cannot be attached to the window",
+        c::MPI_ERR_RMA_SHARED => "memory cannot be shared",
+        c::MPI_ERR_RMA_FLAVOR => "wrong window flavor",
         _ => "unknown error class",
     }
 }
@@ -48,6 +55,12 @@ pub fn is_valid(code: c_int) -> bool {
 /// prints one line and ends the job.
 pub fn raise(func: &str, comm_idx: Option<usize>, err: MpiError) -> c_int {
     let (handle, errh) = super::errhandler::handler_for(comm_idx);
+    raise_to(func, handle, errh, err)
+}
+
+/// Reports a failed call through error handler `errh` of the object
+/// `handle` (a communicator or a window), as [`raise`] does.
+pub fn raise_to(func: &str, handle: c_int, errh: c_int, err: MpiError) -> c_int {
     if errh == c::MPI_ERRORS_RETURN {
         return err.class;
     }

@@ -109,7 +109,7 @@ pub fn check_arg(h: MPI_Info) -> MpiResult<()> {
     with_info(h, |_| Ok(()))
 }
 
-fn new_info(pairs: Pairs, out: *mut MPI_Info) -> MpiResult<()> {
+pub(super) fn new_info(pairs: Pairs, out: *mut MPI_Info) -> MpiResult<()> {
     if out.is_null() {
         return Err(MpiError::new(c::MPI_ERR_ARG, "info is NULL"));
     }

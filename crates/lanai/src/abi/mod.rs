@@ -29,11 +29,13 @@ mod info;
 mod intercomm;
 mod large_count;
 mod long_double;
+mod mem;
 mod p2p;
 mod pair_types;
 mod requests;
 mod status;
 mod topo;
+mod win;
 
 pub use errors::unsupported;
 

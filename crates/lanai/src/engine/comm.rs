@@ -399,7 +399,7 @@ impl Engine {
     }
 
     /// Allgather of `data` (equal length everywhere) over `comm`.
-    fn allgather_internal(&mut self, comm: usize, data: Vec<u8>) -> MpiResult<Vec<u8>> {
+    pub fn allgather_internal(&mut self, comm: usize, data: Vec<u8>) -> MpiResult<Vec<u8>> {
         let cm = self.comms.get(comm)?;
         let m = lanai_coll::Allgather::new(cm.rank, cm.size, data, lanai_coll::AllgatherAlgo::Auto)
             .map_err(coll_err)?;

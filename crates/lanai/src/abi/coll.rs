@@ -310,19 +310,33 @@ unsafe fn bcast_staged(
     )
 }
 
-mpi_fn! { MPI_Bcast / PMPI_Bcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffer, valid for the call.
-    unsafe { bcast_staged("MPI_Bcast", Mode::Wait, buffer, count.into(), datatype, root, comm) }
-}}
+macro_rules! bcast_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buffer: *mut c_void, count: $count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count.into(), datatype, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffer, valid for the call.
+            unsafe { bcast_staged(stringify!($name), Mode::Wait, buffer, count.into(), datatype, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ibcast / PMPI_Ibcast (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count, datatype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffer valid until the request completes.
-    unsafe { bcast_staged("MPI_Ibcast", Mode::Request(request), buffer, count.into(), datatype, root, comm) }
-}}
+bcast_entry!(MPI_Bcast, PMPI_Bcast, c_int);
+bcast_entry!(MPI_Bcast_c, PMPI_Bcast_c, MPI_Count);
+
+macro_rules! ibcast_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (buffer: *mut c_void, count: $count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::bcast(buffer, count.into(), datatype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffer valid until the request completes.
+            unsafe { bcast_staged(stringify!($name), Mode::Request(request), buffer, count.into(), datatype, root, comm) }
+        }}
+    };
+}
+
+ibcast_entry!(MPI_Ibcast, PMPI_Ibcast, c_int);
+ibcast_entry!(MPI_Ibcast_c, PMPI_Ibcast_c, MPI_Count);
 
 // ---- reduce and allreduce -------------------------------------------------
 
@@ -375,7 +389,7 @@ unsafe fn reduce(
 /// As for [`Staged::new`].
 pub(super) unsafe fn reduce_arg(
     p: *const c_void,
-    count: MPI_Count,
+    count: impl Into<MPI_Count>,
     dt: MPI_Datatype,
     op: MPI_Op,
     how: Use,
@@ -442,19 +456,33 @@ unsafe fn reduce_staged(
     )
 }
 
-mpi_fn! { MPI_Reduce / PMPI_Reduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { reduce_staged("MPI_Reduce", Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
-}}
+macro_rules! reduce_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count.into(), datatype, op, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { reduce_staged(stringify!($name), Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ireduce / PMPI_Ireduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { reduce_staged("MPI_Ireduce", Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
-}}
+reduce_entry!(MPI_Reduce, PMPI_Reduce, c_int);
+reduce_entry!(MPI_Reduce_c, PMPI_Reduce_c, MPI_Count);
+
+macro_rules! ireduce_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce(sendbuf, recvbuf, count.into(), datatype, op, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { reduce_staged(stringify!($name), Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, root, comm) }
+        }}
+    };
+}
+
+ireduce_entry!(MPI_Ireduce, PMPI_Ireduce, c_int);
+ireduce_entry!(MPI_Ireduce_c, PMPI_Ireduce_c, MPI_Count);
 
 /// # Safety
 /// The buffers hold `count` elements of `datatype` until completion.
@@ -532,16 +560,30 @@ unsafe fn allreduce_staged(
     )
 }
 
-mpi_fn! { MPI_Allreduce / PMPI_Allreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allreduce_staged("MPI_Allreduce", Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+macro_rules! allreduce_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count.into(), datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { allreduce_staged(stringify!($name), Mode::Wait, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iallreduce / PMPI_Iallreduce (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allreduce_staged("MPI_Iallreduce", Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+allreduce_entry!(MPI_Allreduce, PMPI_Allreduce, c_int);
+allreduce_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Count);
+
+macro_rules! iallreduce_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allreduce(sendbuf, recvbuf, count.into(), datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { allreduce_staged(stringify!($name), Mode::Request(request), sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
+
+iallreduce_entry!(MPI_Iallreduce, PMPI_Iallreduce, c_int);
+iallreduce_entry!(MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Count);

@@ -5,7 +5,7 @@
 //! "direct" objects `0x9800_0000 | index`.
 
 use super::consts as c;
-use super::consts::{MPI_Datatype, MPI_Op, MPI_User_function};
+use super::consts::{MPI_Count, MPI_Datatype, MPI_Op, MPI_User_function, MPI_User_function_c};
 use super::{call, errors, state, types};
 use crate::engine::coll::Combiner;
 use crate::engine::error::{MpiError, MpiResult};
@@ -20,10 +20,44 @@ use std::sync::{Mutex, MutexGuard};
 const USER_OP_BASE: MPI_Op = 0x9800_0000_u32 as MPI_Op;
 const INDEX_MASK: MPI_Op = 0x03ff_ffff;
 
-/// A user-defined operation as `MPI_Op_create` registered it.
+/// A user function: `MPI_Op_create`'s takes an `int` count,
+/// `MPI_Op_create_c`'s an `MPI_Count`.
+#[derive(Clone, Copy)]
+enum UserFn {
+    Int(MPI_User_function),
+    Count(MPI_User_function_c),
+}
+
+impl UserFn {
+    /// The most elements one call may be given.
+    fn max_len(self) -> usize {
+        match self {
+            UserFn::Int(_) => c_int::MAX as usize,
+            UserFn::Count(_) => MPI_Count::MAX as usize,
+        }
+    }
+
+    /// Calls the function on `len` elements (at most `max_len`).
+    ///
+    /// # Safety
+    /// `invec` and `inout` each hold `len` elements of `dt` as the
+    /// function expects them, and do not overlap.
+    unsafe fn call(self, invec: *mut c_void, inout: *mut c_void, len: usize, mut dt: MPI_Datatype) {
+        // SAFETY: per this function's contract; the function is the
+        // user's, which MPI lets us call with any element count.
+        unsafe {
+            match self {
+                UserFn::Int(f) => f(invec, inout, &mut (len as c_int), &mut dt),
+                UserFn::Count(f) => f(invec, inout, &mut (len as MPI_Count), &mut dt),
+            }
+        }
+    }
+}
+
+/// A user-defined operation as `MPI_Op_create(_c)` registered it.
 #[derive(Clone, Copy)]
 struct UserOp {
-    f: MPI_User_function,
+    f: UserFn,
     commute: bool,
 }
 
@@ -123,7 +157,7 @@ pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
 ///
 /// `MPI_User_function` is a plain function pointer, so this is `Send`.
 struct UserCombine {
-    f: MPI_User_function,
+    f: UserFn,
     commute: bool,
     dt: MPI_Datatype,
     /// Bytes per element as the data travels (packed for a derived type).
@@ -182,13 +216,16 @@ impl UserCombine {
             .cast::<c_void>();
         // One call for all n instances: `call_user` splits by element size,
         // which here would be the packed size, not the extent.
-        let mut len = c_int::try_from(n).map_err(|_| bad("too many elements".into()))?;
-        let mut dt = self.dt;
+        if n > self.f.max_len() {
+            return Err(bad(
+                "too many elements for an int-count user function".into()
+            ));
+        }
         // SAFETY: both bases point `origin` bytes into scratch buffers that
         // cover the type map of `n` instances of `dt` (the span computed
         // above), aligned to 16 bytes at the start of the span; they do not
-        // overlap; the function is the user's MPI_User_function.
-        unsafe { (self.f)(in_base, io_base, &mut len, &mut dt) };
+        // overlap.
+        unsafe { self.f.call(in_base, io_base, n, self.dt) };
         lanai_datatype::pack_partial(layout, count, as_bytes_mut(&mut io), origin, 0, higher)
             .map_err(dt_err)?;
         Ok(())
@@ -201,25 +238,23 @@ impl UserCombine {
 
     /// Calls the user function on `n` elements: `inout = in op inout`.
     fn call_user(&self, invec: *mut c_void, inout: *mut c_void, n: usize) {
-        // Counts are C ints; split longer vectors (the op is element-wise).
-        let step = c_int::MAX as usize;
+        // An int-count function takes longer vectors in pieces (the op is
+        // element-wise).
+        let step = self.f.max_len();
         let mut done = 0;
         while done < n {
             let k = (n - done).min(step);
-            let mut len = k as c_int;
-            let mut dt = self.dt;
             let off = done * self.size;
             // SAFETY: `invec` and `inout` each hold `n` elements of
             // `self.size` bytes, aligned for the type (checked by the
-            // callers), and do not overlap; the function is the user's
-            // MPI_User_function, which MPI lets us call with any element
-            // count. Nothing is unwound across it (it is C).
+            // callers), and do not overlap. Nothing is unwound across the
+            // call (it is C).
             unsafe {
-                (self.f)(
+                self.f.call(
                     invec.cast::<u8>().add(off).cast(),
                     inout.cast::<u8>().add(off).cast(),
-                    &mut len,
-                    &mut dt,
+                    k,
+                    self.dt,
                 )
             };
             done += k;
@@ -270,33 +305,50 @@ impl Combine for UserCombine {
     }
 }
 
-mpi_fn! { MPI_Op_create / PMPI_Op_create (user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
-    call("MPI_Op_create", None, |_| {
-        let f = user_fn.ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, "user function is NULL"))?;
-        if op.is_null() {
-            return Err(MpiError::new(c::MPI_ERR_ARG, "op is NULL"));
-        }
-        let u = UserOp { f, commute: commute != 0 };
-        let mut ops = user_ops();
-        let idx = match ops.iter().position(Option::is_none) {
-            Some(i) => {
-                ops[i] = Some(u);
-                i
-            }
-            None => {
-                ops.push(Some(u));
-                ops.len() - 1
-            }
-        };
-        if idx > INDEX_MASK as usize {
-            ops[idx] = None;
-            return Err(MpiError::new(c::MPI_ERR_OTHER, "too many user-defined operations"));
-        }
-        // SAFETY: checked non-null; the caller's writable MPI_Op.
-        unsafe { *op = USER_OP_BASE | idx as MPI_Op };
-        Ok(())
-    })
-}}
+macro_rules! op_create {
+    ($name:ident, $pname:ident, $fty:ty, $wrap:path) => {
+        mpi_fn! { $name / $pname (user_fn: Option<$fty>, commute: c_int, op: *mut MPI_Op) -> c_int {
+            call(stringify!($name), None, |_| {
+                let f = user_fn.ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, "user function is NULL"))?;
+                if op.is_null() {
+                    return Err(MpiError::new(c::MPI_ERR_ARG, "op is NULL"));
+                }
+                let u = UserOp { f: $wrap(f), commute: commute != 0 };
+                let mut ops = user_ops();
+                let idx = match ops.iter().position(Option::is_none) {
+                    Some(i) => {
+                        ops[i] = Some(u);
+                        i
+                    }
+                    None => {
+                        ops.push(Some(u));
+                        ops.len() - 1
+                    }
+                };
+                if idx > INDEX_MASK as usize {
+                    ops[idx] = None;
+                    return Err(MpiError::new(c::MPI_ERR_OTHER, "too many user-defined operations"));
+                }
+                // SAFETY: checked non-null; the caller's writable MPI_Op.
+                unsafe { *op = USER_OP_BASE | idx as MPI_Op };
+                Ok(())
+            })
+        }}
+    };
+}
+
+op_create!(
+    MPI_Op_create,
+    PMPI_Op_create,
+    MPI_User_function,
+    UserFn::Int
+);
+op_create!(
+    MPI_Op_create_c,
+    PMPI_Op_create_c,
+    MPI_User_function_c,
+    UserFn::Count
+);
 
 mpi_fn! { MPI_Op_free / PMPI_Op_free (op: *mut MPI_Op) -> c_int {
     call("MPI_Op_free", None, |_| {
@@ -338,7 +390,7 @@ mpi_fn! { MPI_Op_commutative / PMPI_Op_commutative (op: MPI_Op, commute: *mut c_
 fn local_args(
     inbuf: *const c_void,
     inoutbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<(Resolved, usize)> {
@@ -346,7 +398,7 @@ fn local_args(
         return Err(MpiError::other("called outside MPI_Init..MPI_Finalize"));
     }
     if count < 0 {
-        return Err(MpiError::count(i64::from(count)));
+        return Err(MpiError::count(count));
     }
     let r = resolve(op)?;
     let size = match &r {
@@ -383,7 +435,7 @@ fn local_args(
 unsafe fn reduce_local(
     inbuf: *const c_void,
     inoutbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<()> {
@@ -422,13 +474,20 @@ unsafe fn reduce_local(
     .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
 }
 
-mpi_fn! { MPI_Reduce_local / PMPI_Reduce_local (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    match unsafe { reduce_local(inbuf, inoutbuf, count, datatype, op) } {
-        Ok(()) => c::MPI_SUCCESS,
-        Err(e) => errors::raise("MPI_Reduce_local", None, e),
-    }
-}}
+macro_rules! reduce_local_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (inbuf: *const c_void, inoutbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+            // SAFETY: the caller's buffers, valid for the call.
+            match unsafe { reduce_local(inbuf, inoutbuf, count.into(), datatype, op) } {
+                Ok(()) => c::MPI_SUCCESS,
+                Err(e) => errors::raise(stringify!($name), None, e),
+            }
+        }}
+    };
+}
+
+reduce_local_entry!(MPI_Reduce_local, PMPI_Reduce_local, c_int);
+reduce_local_entry!(MPI_Reduce_local_c, PMPI_Reduce_local_c, MPI_Count);
 
 #[cfg(test)]
 mod tests {
@@ -482,7 +541,7 @@ mod tests {
         let int = Datatype::primitive(lanai_datatype::Primitive::Int32);
         let v = Datatype::vector(2, 1, 3, &int).unwrap();
         let u = UserCombine {
-            f: strided_add,
+            f: UserFn::Int(strided_add),
             commute: false,
             dt: c::MPI_INT,
             size: 8,
@@ -499,7 +558,7 @@ mod tests {
     #[test]
     fn user_combine_is_lower_op_higher_even_unaligned() {
         let u = UserCombine {
-            f: shift_add,
+            f: UserFn::Int(shift_add),
             commute: false,
             dt: c::MPI_INT,
             size: 4,

@@ -91,19 +91,33 @@ unsafe fn allgather_staged(
     )
 }
 
-mpi_fn! { MPI_Allgather / PMPI_Allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allgather_staged("MPI_Allgather", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
-}}
+macro_rules! allgather_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { allgather_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iallgather / PMPI_Iallgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allgather_staged("MPI_Iallgather", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
-}}
+allgather_entry!(MPI_Allgather, PMPI_Allgather, c_int);
+allgather_entry!(MPI_Allgather_c, PMPI_Allgather_c, MPI_Count);
+
+macro_rules! iallgather_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgather(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { allgather_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
+        }}
+    };
+}
+
+iallgather_entry!(MPI_Iallgather, PMPI_Iallgather, c_int);
+iallgather_entry!(MPI_Iallgather_c, PMPI_Iallgather_c, MPI_Count);
 
 /// # Safety
 /// The buffers and arrays are valid until completion.
@@ -192,14 +206,14 @@ unsafe fn allgatherv_staged(
 
 mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
 
 mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
 }}
@@ -303,19 +317,33 @@ unsafe fn alltoall_staged(
     )
 }
 
-mpi_fn! { MPI_Alltoall / PMPI_Alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { alltoall_staged("MPI_Alltoall", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
-}}
+macro_rules! alltoall_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { alltoall_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ialltoall / PMPI_Ialltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { alltoall_staged("MPI_Ialltoall", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
-}}
+alltoall_entry!(MPI_Alltoall, PMPI_Alltoall, c_int);
+alltoall_entry!(MPI_Alltoall_c, PMPI_Alltoall_c, MPI_Count);
+
+macro_rules! ialltoall_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoall(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { alltoall_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm) }
+        }}
+    };
+}
+
+ialltoall_entry!(MPI_Ialltoall, PMPI_Ialltoall, c_int);
+ialltoall_entry!(MPI_Ialltoall_c, PMPI_Ialltoall_c, MPI_Count);
 
 /// # Safety
 /// The buffers and arrays are valid, where significant, until completion.

@@ -111,19 +111,33 @@ unsafe fn gather_staged(
     )
 }
 
-mpi_fn! { MPI_Gather / PMPI_Gather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { gather_staged("MPI_Gather", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+macro_rules! gather_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { gather_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Igather / PMPI_Igather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { gather_staged("MPI_Igather", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+gather_entry!(MPI_Gather, PMPI_Gather, c_int);
+gather_entry!(MPI_Gather_c, PMPI_Gather_c, MPI_Count);
+
+macro_rules! igather_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gather(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { gather_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
+
+igather_entry!(MPI_Igather, PMPI_Igather, c_int);
+igather_entry!(MPI_Igather_c, PMPI_Igather_c, MPI_Count);
 
 /// # Safety
 /// The buffers and arrays are valid, where significant, until completion.
@@ -229,14 +243,14 @@ unsafe fn gatherv_staged(
 
 mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
 }}
@@ -356,19 +370,33 @@ unsafe fn scatter_staged(
     )
 }
 
-mpi_fn! { MPI_Scatter / PMPI_Scatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scatter_staged("MPI_Scatter", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+macro_rules! scatter_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { scatter_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iscatter / PMPI_Iscatter (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scatter_staged("MPI_Iscatter", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+scatter_entry!(MPI_Scatter, PMPI_Scatter, c_int);
+scatter_entry!(MPI_Scatter_c, PMPI_Scatter_c, MPI_Count);
+
+macro_rules! iscatter_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatter(sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { scatter_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
+
+iscatter_entry!(MPI_Iscatter, PMPI_Iscatter, c_int);
+iscatter_entry!(MPI_Iscatter_c, PMPI_Iscatter_c, MPI_Count);
 
 /// # Safety
 /// The buffers and arrays are valid, where significant, until completion.
@@ -474,14 +502,14 @@ unsafe fn scatterv_staged(
 
 mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
     // SAFETY: the caller's buffers, valid for the call.
     unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}
 
 mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: MPI keeps the buffers valid until the request completes.
     unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
 }}

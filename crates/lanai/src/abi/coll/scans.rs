@@ -112,19 +112,41 @@ unsafe fn reduce_scatter_block_staged(
     )
 }
 
-mpi_fn! { MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { reduce_scatter_block_staged("MPI_Reduce_scatter_block", Mode::Wait, sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
-}}
+macro_rules! reduce_scatter_block_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount.into(), datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { reduce_scatter_block_staged(stringify!($name), Mode::Wait, sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { reduce_scatter_block_staged("MPI_Ireduce_scatter_block", Mode::Request(request), sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
-}}
+reduce_scatter_block_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, c_int);
+reduce_scatter_block_entry!(
+    MPI_Reduce_scatter_block_c,
+    PMPI_Reduce_scatter_block_c,
+    MPI_Count
+);
+
+macro_rules! ireduce_scatter_block_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter_block(sendbuf, recvbuf, recvcount.into(), datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { reduce_scatter_block_staged(stringify!($name), Mode::Request(request), sendbuf, recvbuf, recvcount.into(), datatype, op, comm) }
+        }}
+    };
+}
+
+ireduce_scatter_block_entry!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, c_int);
+ireduce_scatter_block_entry!(
+    MPI_Ireduce_scatter_block_c,
+    PMPI_Ireduce_scatter_block_c,
+    MPI_Count
+);
 
 /// # Safety
 /// The buffers and `recvcounts` are valid until completion.
@@ -197,8 +219,8 @@ unsafe fn reduce_scatter_staged(
             // SAFETY: the caller's buffers, valid until completion.
             let a = unsafe {
                 vec![
-                    reduce_arg(sendbuf, total.into(), datatype, op, Use::INPUT)?,
-                    reduce_arg(recvbuf, out.into(), datatype, op, Use::OUTPUT)?,
+                    reduce_arg(sendbuf, total, datatype, op, Use::INPUT)?,
+                    reduce_arg(recvbuf, out, datatype, op, Use::OUTPUT)?,
                 ]
             };
             Ok(a)
@@ -336,26 +358,54 @@ unsafe fn scan_staged(
     )
 }
 
-mpi_fn! { MPI_Scan / PMPI_Scan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Scan", comm); }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scan_staged("MPI_Scan", Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+macro_rules! scan_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { scan_staged(stringify!($name), Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iscan / PMPI_Iscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iscan", comm); }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scan_staged("MPI_Iscan", Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+scan_entry!(MPI_Scan, PMPI_Scan, c_int);
+scan_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Count);
 
-mpi_fn! { MPI_Exscan / PMPI_Exscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Exscan", comm); }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scan_staged("MPI_Exscan", Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+macro_rules! iscan_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { scan_staged(stringify!($name), Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iexscan / PMPI_Iexscan (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined("MPI_Iexscan", comm); }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scan_staged("MPI_Iexscan", Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-}}
+iscan_entry!(MPI_Iscan, PMPI_Iscan, c_int);
+iscan_entry!(MPI_Iscan_c, PMPI_Iscan_c, MPI_Count);
+
+macro_rules! exscan_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { scan_staged(stringify!($name), Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
+
+exscan_entry!(MPI_Exscan, PMPI_Exscan, c_int);
+exscan_entry!(MPI_Exscan_c, PMPI_Exscan_c, MPI_Count);
+
+macro_rules! iexscan_entry {
+    ($name:ident, $pname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { scan_staged(stringify!($name), Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+        }}
+    };
+}
+
+iexscan_entry!(MPI_Iexscan, PMPI_Iexscan, c_int);
+iexscan_entry!(MPI_Iexscan_c, PMPI_Iexscan_c, MPI_Count);

@@ -11,7 +11,7 @@
 use super::super::coll as C;
 use super::super::coll::{array, block_bytes, layout_v, layout_w, reduce_arg};
 use super::super::consts as c;
-use super::super::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
+use super::super::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op};
 use super::super::datatype::staging::{self as staged, Staged, Use};
 use super::super::userbuf::UserBuf;
 use super::super::{call, types, user_buf};
@@ -113,7 +113,7 @@ pub(in crate::abi) unsafe fn barrier(comm: MPI_Comm, how: How) -> c_int {
 /// is null or writable.
 pub(in crate::abi) unsafe fn bcast(
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -152,7 +152,7 @@ pub(in crate::abi) unsafe fn bcast(
 pub(in crate::abi) unsafe fn reduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -206,7 +206,7 @@ pub(in crate::abi) unsafe fn reduce(
 pub(in crate::abi) unsafe fn allreduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -306,7 +306,7 @@ pub(in crate::abi) unsafe fn reduce_scatter(
 pub(in crate::abi) unsafe fn reduce_scatter_block(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -387,10 +387,10 @@ fn rooted(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn gather(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -439,7 +439,7 @@ pub(in crate::abi) unsafe fn gather(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn gatherv(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -506,10 +506,10 @@ pub(in crate::abi) unsafe fn gatherv(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn scatter(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -564,7 +564,7 @@ pub(in crate::abi) unsafe fn scatterv(
     displs: *const c_int,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -630,10 +630,10 @@ pub(in crate::abi) unsafe fn scatterv(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn allgather(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     how: How,
@@ -671,7 +671,7 @@ pub(in crate::abi) unsafe fn allgather(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn allgatherv(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -722,10 +722,10 @@ pub(in crate::abi) unsafe fn allgatherv(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn alltoall(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     how: How,

@@ -117,15 +117,17 @@ pub(in crate::abi) unsafe fn array<'a, T>(p: *const T, n: u32, what: &str) -> Mp
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-pub(in crate::abi) fn displ_bytes(d: c_int, size: usize) -> MpiResult<usize> {
+pub(in crate::abi) fn displ_bytes(d: impl Into<i64>, size: usize) -> MpiResult<usize> {
+    let d: i64 = d.into();
     if d < 0 {
         return Err(MpiError::new(
             c::MPI_ERR_ARG,
             format!("negative displacement {d} is not supported"),
         ));
     }
-    (d as usize)
-        .checked_mul(size)
+    usize::try_from(d)
+        .ok()
+        .and_then(|d| d.checked_mul(size))
         .ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large")))
 }
 
@@ -135,9 +137,9 @@ fn layout(counts: Vec<usize>, displs: Vec<usize>) -> MpiResult<Layout> {
 }
 
 /// Blocks from per-rank counts and displacements, both in elements of `dt`.
-pub(in crate::abi) fn layout_v(
-    counts: &[c_int],
-    displs: &[c_int],
+pub(in crate::abi) fn layout_v<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    counts: &[C],
+    displs: &[D],
     dt: MPI_Datatype,
 ) -> MpiResult<Layout> {
     let size = types::type_size(dt)?;
@@ -154,15 +156,16 @@ pub(in crate::abi) fn layout_v(
 
 /// Blocks from per-rank counts in elements of per-rank types and
 /// displacements already in bytes (alltoallw).
-pub(in crate::abi) fn layout_w(
-    counts: &[c_int],
-    displs: &[c_int],
+pub(in crate::abi) fn layout_w<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    counts: &[C],
+    displs: &[D],
     dts: &[MPI_Datatype],
 ) -> MpiResult<Layout> {
     let c = counts
         .iter()
         .zip(dts)
         .map(|(&n, &t)| {
+            let n: i64 = n.into();
             // A type of an empty block is not significant.
             if n == 0 {
                 return Ok(0);

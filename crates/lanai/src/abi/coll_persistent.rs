@@ -10,15 +10,24 @@
 //! engine/persistent.rs). The info argument carries no hints Lanai uses.
 
 use super::coll::exchange::{
-    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Ialltoall, PMPI_Ialltoallv, PMPI_Ialltoallw,
+    PMPI_Iallgather, PMPI_Iallgather_c, PMPI_Iallgatherv, PMPI_Iallgatherv_c, PMPI_Ialltoall,
+    PMPI_Ialltoall_c, PMPI_Ialltoallv, PMPI_Ialltoallv_c, PMPI_Ialltoallw, PMPI_Ialltoallw_c,
 };
-use super::coll::rooted::{PMPI_Igather, PMPI_Igatherv, PMPI_Iscatter, PMPI_Iscatterv};
+use super::coll::rooted::{
+    PMPI_Igather, PMPI_Igather_c, PMPI_Igatherv, PMPI_Igatherv_c, PMPI_Iscatter, PMPI_Iscatter_c,
+    PMPI_Iscatterv, PMPI_Iscatterv_c,
+};
 use super::coll::scans::{
-    PMPI_Iexscan, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block, PMPI_Iscan,
+    PMPI_Iexscan, PMPI_Iexscan_c, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block,
+    PMPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_c, PMPI_Iscan, PMPI_Iscan_c,
 };
-use super::coll::{PMPI_Iallreduce, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ireduce};
+use super::coll::{
+    PMPI_Iallreduce, PMPI_Iallreduce_c, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ibcast_c, PMPI_Ireduce,
+    PMPI_Ireduce_c,
+};
 use super::consts as c;
-use super::consts::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request};
+use super::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request};
+use super::ints::Ints;
 use super::requests::handle_of;
 use super::topo::neighbor::{
     PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgatherv, PMPI_Ineighbor_alltoall,
@@ -43,9 +52,10 @@ struct Check {
 impl Check {
     /// `count` elements of `dt`: a valid count and, when data moves, a
     /// valid committed datatype.
-    fn buf(&self, count: c_int, dt: MPI_Datatype) -> MpiResult<()> {
+    fn buf(&self, count: impl Into<MPI_Count>, dt: MPI_Datatype) -> MpiResult<()> {
+        let count: MPI_Count = count.into();
         if count < 0 {
-            return Err(MpiError::count(i64::from(count)));
+            return Err(MpiError::count(count));
         }
         if count > 0 {
             datatype(dt)?;
@@ -54,7 +64,12 @@ impl Check {
     }
 
     /// Like [`Check::buf`], unless `p` is `MPI_IN_PLACE`.
-    fn send(&self, p: *const c_void, count: c_int, dt: MPI_Datatype) -> MpiResult<()> {
+    fn send(
+        &self,
+        p: *const c_void,
+        count: impl Into<MPI_Count>,
+        dt: MPI_Datatype,
+    ) -> MpiResult<()> {
         if p as usize == c::MPI_IN_PLACE {
             return Ok(());
         }
@@ -82,22 +97,17 @@ impl Check {
     ///
     /// # Safety
     /// Non-null arrays hold one entry per rank.
-    unsafe fn counts(
-        &self,
-        counts: *const c_int,
-        displs: Option<*const c_int>,
-        dt: MPI_Datatype,
-    ) -> MpiResult<()> {
+    unsafe fn counts(&self, counts: Ints, displs: Option<Ints>, dt: MPI_Datatype) -> MpiResult<()> {
         if self.inter {
             return Ok(());
         }
         // SAFETY: forwarded.
-        let cs = unsafe { super::coll::array(counts, self.size, "counts")? };
+        let cs = unsafe { counts.read(self.size, "counts")? };
         if let Some(d) = displs {
             // SAFETY: forwarded.
-            unsafe { super::coll::array(d, self.size, "displacements")? };
+            unsafe { d.read(self.size, "displacements")? };
         }
-        for &n in cs {
+        for n in cs {
             self.buf(n, dt)?;
         }
         Ok(())
@@ -109,8 +119,8 @@ impl Check {
     /// Non-null arrays hold one entry per rank.
     unsafe fn counts_w(
         &self,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: Ints,
+        displs: Ints,
         dts: *const MPI_Datatype,
     ) -> MpiResult<()> {
         if self.inter {
@@ -118,9 +128,9 @@ impl Check {
         }
         // SAFETY: forwarded.
         let (cs, ts) = unsafe {
-            super::coll::array(displs, self.size, "displacements")?;
+            displs.read(self.size, "displacements")?;
             (
-                super::coll::array(counts, self.size, "counts")?,
+                counts.read(self.size, "counts")?,
                 super::coll::array(dts, self.size, "datatypes")?,
             )
         };
@@ -220,184 +230,520 @@ mpi_fn! { MPI_Barrier_init / PMPI_Barrier_init (comm: MPI_Comm, info: MPI_Info, 
         move |r| unsafe { PMPI_Ibarrier(comm, r) })
 }}
 
-mpi_fn! { MPI_Bcast_init / PMPI_Bcast_init (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Bcast_init", comm, info, request, |k| {
-        k.root(root)?;
-        k.buf(count, datatype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ibcast(buffer, count, datatype, root, comm, r) })
-}}
+macro_rules! bcast_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (buffer: *mut c_void, count: $count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.root(root)?;
+                k.buf(count, datatype)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(buffer, count, datatype, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Reduce_init / PMPI_Reduce_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Reduce_init", comm, info, request, |k| {
-        k.root(root)?;
-        k.buf(count, datatype)?;
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, r) })
-}}
+bcast_init_entry!(
+    MPI_Bcast_init,
+    PMPI_Bcast_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ibcast
+);
+bcast_init_entry!(
+    MPI_Bcast_init_c,
+    PMPI_Bcast_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ibcast_c
+);
 
-mpi_fn! { MPI_Allreduce_init / PMPI_Allreduce_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Allreduce_init", comm, info, request, |k| {
-        k.buf(count, datatype)?;
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, r) })
-}}
+macro_rules! reduce_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.root(root)?;
+                k.buf(count, datatype)?;
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, count, datatype, op, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Gather_init / PMPI_Gather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Gather_init", comm, info, request, |k| {
-        if k.root(root)? {
-            k.buf(recvcount, recvtype)?;
-        }
-        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
-            k.send(sendbuf, sendcount, sendtype)?;
-        }
-        Ok(())
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
-}}
+reduce_init_entry!(
+    MPI_Reduce_init,
+    PMPI_Reduce_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ireduce
+);
+reduce_init_entry!(
+    MPI_Reduce_init_c,
+    PMPI_Reduce_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ireduce_c
+);
 
-mpi_fn! { MPI_Gatherv_init / PMPI_Gatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Gatherv_init", comm, info, request, |k| {
-        if k.root(root)? {
-            // SAFETY: the root's arrays hold one entry per rank.
-            unsafe { k.counts(recvcounts, Some(displs), recvtype)? };
-        }
-        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
-            k.send(sendbuf, sendcount, sendtype)?;
-        }
-        Ok(())
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r) })
-}}
+macro_rules! allreduce_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.buf(count, datatype)?;
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, count, datatype, op, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Scatter_init / PMPI_Scatter_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Scatter_init", comm, info, request, |k| {
-        if k.root(root)? {
-            k.buf(sendcount, sendtype)?;
-        }
-        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
-            k.send(recvbuf, recvcount, recvtype)?;
-        }
-        Ok(())
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
-}}
+allreduce_init_entry!(
+    MPI_Allreduce_init,
+    PMPI_Allreduce_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iallreduce
+);
+allreduce_init_entry!(
+    MPI_Allreduce_init_c,
+    PMPI_Allreduce_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iallreduce_c
+);
 
-mpi_fn! { MPI_Scatterv_init / PMPI_Scatterv_init (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Scatterv_init", comm, info, request, |k| {
-        if k.root(root)? {
-            // SAFETY: the root's arrays hold one entry per rank.
-            unsafe { k.counts(sendcounts, Some(displs), sendtype)? };
-        }
-        if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
-            k.send(recvbuf, recvcount, recvtype)?;
-        }
-        Ok(())
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
-}}
+macro_rules! gather_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if k.root(root)? {
+                    k.buf(recvcount, recvtype)?;
+                }
+                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                    k.send(sendbuf, sendcount, sendtype)?;
+                }
+                Ok(())
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Allgather_init / PMPI_Allgather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Allgather_init", comm, info, request, |k| {
-        k.send(sendbuf, sendcount, sendtype)?;
-        k.buf(recvcount, recvtype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
-}}
+gather_init_entry!(
+    MPI_Gather_init,
+    PMPI_Gather_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Igather
+);
+gather_init_entry!(
+    MPI_Gather_init_c,
+    PMPI_Gather_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Igather_c
+);
 
-mpi_fn! { MPI_Allgatherv_init / PMPI_Allgatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Allgatherv_init", comm, info, request, |k| {
-        k.send(sendbuf, sendcount, sendtype)?;
-        // SAFETY: the arrays hold one entry per rank.
-        unsafe { k.counts(recvcounts, Some(displs), recvtype) }
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
-}}
+macro_rules! gatherv_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if k.root(root)? {
+                    // SAFETY: the root's arrays hold one entry per rank.
+                    unsafe { k.counts(recvcounts.into(), Some(displs.into()), recvtype)? };
+                }
+                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                    k.send(sendbuf, sendcount, sendtype)?;
+                }
+                Ok(())
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Alltoall_init / PMPI_Alltoall_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Alltoall_init", comm, info, request, |k| {
-        k.send(sendbuf, sendcount, sendtype)?;
-        k.buf(recvcount, recvtype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
-}}
+gatherv_init_entry!(
+    MPI_Gatherv_init,
+    PMPI_Gatherv_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Igatherv
+);
+gatherv_init_entry!(
+    MPI_Gatherv_init_c,
+    PMPI_Gatherv_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Igatherv_c
+);
 
-mpi_fn! { MPI_Alltoallv_init / PMPI_Alltoallv_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Alltoallv_init", comm, info, request, |k| {
-        if sendbuf as usize != c::MPI_IN_PLACE {
-            // SAFETY: the arrays hold one entry per rank.
-            unsafe { k.counts(sendcounts, Some(sdispls), sendtype)? };
-        }
-        // SAFETY: the arrays hold one entry per rank.
-        unsafe { k.counts(recvcounts, Some(rdispls), recvtype) }
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
-}}
+macro_rules! scatter_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if k.root(root)? {
+                    k.buf(sendcount, sendtype)?;
+                }
+                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                    k.send(recvbuf, recvcount, recvtype)?;
+                }
+                Ok(())
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Alltoallw_init / PMPI_Alltoallw_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Alltoallw_init", comm, info, request, |k| {
-        if sendbuf as usize != c::MPI_IN_PLACE {
-            // SAFETY: the arrays hold one entry per rank.
-            unsafe { k.counts_w(sendcounts, sdispls, sendtypes)? };
-        }
-        // SAFETY: the arrays hold one entry per rank.
-        unsafe { k.counts_w(recvcounts, rdispls, recvtypes) }
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
-}}
+scatter_init_entry!(
+    MPI_Scatter_init,
+    PMPI_Scatter_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iscatter
+);
+scatter_init_entry!(
+    MPI_Scatter_init_c,
+    PMPI_Scatter_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iscatter_c
+);
 
-mpi_fn! { MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Reduce_scatter_init", comm, info, request, |k| {
-        // SAFETY: the array holds one entry per rank.
-        unsafe { k.counts(recvcounts, None, datatype)? };
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, r) })
-}}
+macro_rules! scatterv_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, displs: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if k.root(root)? {
+                    // SAFETY: the root's arrays hold one entry per rank.
+                    unsafe { k.counts(sendcounts.into(), Some(displs.into()), sendtype)? };
+                }
+                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                    k.send(recvbuf, recvcount, recvtype)?;
+                }
+                Ok(())
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Reduce_scatter_block_init", comm, info, request, |k| {
-        k.buf(recvcount, datatype)?;
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, r) })
-}}
+scatterv_init_entry!(
+    MPI_Scatterv_init,
+    PMPI_Scatterv_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iscatterv
+);
+scatterv_init_entry!(
+    MPI_Scatterv_init_c,
+    PMPI_Scatterv_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iscatterv_c
+);
 
-mpi_fn! { MPI_Scan_init / PMPI_Scan_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Scan_init", comm, info, request, |k| {
-        k.intra_only()?;
-        k.buf(count, datatype)?;
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, r) })
-}}
+macro_rules! allgather_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.send(sendbuf, sendcount, sendtype)?;
+                k.buf(recvcount, recvtype)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Exscan_init / PMPI_Exscan_init (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Exscan_init", comm, info, request, |k| {
-        k.intra_only()?;
-        k.buf(count, datatype)?;
-        self::op(datatype, op)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, r) })
-}}
+allgather_init_entry!(
+    MPI_Allgather_init,
+    PMPI_Allgather_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iallgather
+);
+allgather_init_entry!(
+    MPI_Allgather_init_c,
+    PMPI_Allgather_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iallgather_c
+);
+
+macro_rules! allgatherv_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.send(sendbuf, sendcount, sendtype)?;
+                // SAFETY: the arrays hold one entry per rank.
+                unsafe { k.counts(recvcounts.into(), Some(displs.into()), recvtype) }
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
+        }}
+    };
+}
+
+allgatherv_init_entry!(
+    MPI_Allgatherv_init,
+    PMPI_Allgatherv_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iallgatherv
+);
+allgatherv_init_entry!(
+    MPI_Allgatherv_init_c,
+    PMPI_Allgatherv_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iallgatherv_c
+);
+
+macro_rules! alltoall_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.send(sendbuf, sendcount, sendtype)?;
+                k.buf(recvcount, recvtype)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+        }}
+    };
+}
+
+alltoall_init_entry!(
+    MPI_Alltoall_init,
+    PMPI_Alltoall_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ialltoall
+);
+alltoall_init_entry!(
+    MPI_Alltoall_init_c,
+    PMPI_Alltoall_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ialltoall_c
+);
+
+macro_rules! alltoallv_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if sendbuf as usize != c::MPI_IN_PLACE {
+                    // SAFETY: the arrays hold one entry per rank.
+                    unsafe { k.counts(sendcounts.into(), Some(sdispls.into()), sendtype)? };
+                }
+                // SAFETY: the arrays hold one entry per rank.
+                unsafe { k.counts(recvcounts.into(), Some(rdispls.into()), recvtype) }
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
+        }}
+    };
+}
+
+alltoallv_init_entry!(
+    MPI_Alltoallv_init,
+    PMPI_Alltoallv_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ialltoallv
+);
+alltoallv_init_entry!(
+    MPI_Alltoallv_init_c,
+    PMPI_Alltoallv_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ialltoallv_c
+);
+
+macro_rules! alltoallw_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                if sendbuf as usize != c::MPI_IN_PLACE {
+                    // SAFETY: the arrays hold one entry per rank.
+                    unsafe { k.counts_w(sendcounts.into(), sdispls.into(), sendtypes)? };
+                }
+                // SAFETY: the arrays hold one entry per rank.
+                unsafe { k.counts_w(recvcounts.into(), rdispls.into(), recvtypes) }
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
+        }}
+    };
+}
+
+alltoallw_init_entry!(
+    MPI_Alltoallw_init,
+    PMPI_Alltoallw_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ialltoallw
+);
+alltoallw_init_entry!(
+    MPI_Alltoallw_init_c,
+    PMPI_Alltoallw_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ialltoallw_c
+);
+
+macro_rules! reduce_scatter_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: $carr, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                // SAFETY: the array holds one entry per rank.
+                unsafe { k.counts(recvcounts.into(), None, datatype)? };
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, recvcounts, datatype, op, comm, r) })
+        }}
+    };
+}
+
+reduce_scatter_init_entry!(
+    MPI_Reduce_scatter_init,
+    PMPI_Reduce_scatter_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ireduce_scatter
+);
+reduce_scatter_init_entry!(
+    MPI_Reduce_scatter_init_c,
+    PMPI_Reduce_scatter_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ireduce_scatter_c
+);
+
+macro_rules! reduce_scatter_block_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.buf(recvcount, datatype)?;
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, recvcount, datatype, op, comm, r) })
+        }}
+    };
+}
+
+reduce_scatter_block_init_entry!(
+    MPI_Reduce_scatter_block_init,
+    PMPI_Reduce_scatter_block_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ireduce_scatter_block
+);
+reduce_scatter_block_init_entry!(
+    MPI_Reduce_scatter_block_init_c,
+    PMPI_Reduce_scatter_block_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ireduce_scatter_block_c
+);
+
+macro_rules! scan_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.intra_only()?;
+                k.buf(count, datatype)?;
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, count, datatype, op, comm, r) })
+        }}
+    };
+}
+
+scan_init_entry!(
+    MPI_Scan_init,
+    PMPI_Scan_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iscan
+);
+scan_init_entry!(
+    MPI_Scan_init_c,
+    PMPI_Scan_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iscan_c
+);
+
+macro_rules! exscan_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.intra_only()?;
+                k.buf(count, datatype)?;
+                self::op(datatype, op)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, recvbuf, count, datatype, op, comm, r) })
+        }}
+    };
+}
+
+exscan_init_entry!(
+    MPI_Exscan_init,
+    PMPI_Exscan_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Iexscan
+);
+exscan_init_entry!(
+    MPI_Exscan_init_c,
+    PMPI_Exscan_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Iexscan_c
+);
 
 mpi_fn! { MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
     init("MPI_Neighbor_allgather_init", comm, info, request, |k| {

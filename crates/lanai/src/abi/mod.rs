@@ -27,7 +27,7 @@ mod errhandler;
 mod group;
 mod info;
 mod intercomm;
-mod large_count;
+mod ints;
 mod long_double;
 mod mem;
 mod p2p;

@@ -6,8 +6,9 @@ use super::{
     send_data, slice_of,
 };
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
+use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
+use crate::abi::ints::Ints;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -128,8 +129,8 @@ unsafe fn allgatherv(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
@@ -138,8 +139,8 @@ unsafe fn allgatherv(
     // SAFETY: the arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            array(recvcounts, size, "recvcounts")?,
-            array(displs, size, "displs")?,
+            &recvcounts.read(size, "recvcounts")?,
+            &displs.read(size, "displs")?,
         )
     };
     let recv = layout_v(counts, displs, recvtype)?;
@@ -167,8 +168,8 @@ unsafe fn allgatherv_staged(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
@@ -204,19 +205,57 @@ unsafe fn allgatherv_staged(
     )
 }
 
-mpi_fn! { MPI_Allgatherv / PMPI_Allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { allgatherv_staged("MPI_Allgatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
-}}
+macro_rules! allgatherv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { allgatherv_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iallgatherv / PMPI_Iallgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { allgatherv_staged("MPI_Iallgatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
-}}
+allgatherv_entry!(
+    MPI_Allgatherv,
+    PMPI_Allgatherv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+allgatherv_entry!(
+    MPI_Allgatherv_c,
+    PMPI_Allgatherv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! iallgatherv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::allgatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { allgatherv_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm) }
+        }}
+    };
+}
+
+iallgatherv_entry!(
+    MPI_Iallgatherv,
+    PMPI_Iallgatherv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+iallgatherv_entry!(
+    MPI_Iallgatherv_c,
+    PMPI_Iallgatherv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
 /// Starts an all-to-all once the receive side is known: with MPI_IN_PLACE
 /// the send data is the receive buffer itself, laid out as `recv`.
@@ -351,12 +390,12 @@ ialltoall_entry!(MPI_Ialltoall_c, PMPI_Ialltoall_c, MPI_Count);
 unsafe fn alltoallv(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
@@ -364,8 +403,8 @@ unsafe fn alltoallv(
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_v(
-            array(recvcounts, size, "recvcounts")?,
-            array(rdispls, size, "rdispls")?,
+            &recvcounts.read(size, "recvcounts")?,
+            &rdispls.read(size, "rdispls")?,
             recvtype,
         )?
     };
@@ -373,8 +412,8 @@ unsafe fn alltoallv(
         // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
         unsafe {
             layout_v(
-                array(sendcounts, size, "sendcounts")?,
-                array(sdispls, size, "sdispls")?,
+                &sendcounts.read(size, "sendcounts")?,
+                &sdispls.read(size, "sdispls")?,
                 sendtype,
             )
         }
@@ -392,12 +431,12 @@ unsafe fn alltoallv_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
@@ -434,19 +473,57 @@ unsafe fn alltoallv_staged(
     )
 }
 
-mpi_fn! { MPI_Alltoallv / PMPI_Alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { alltoallv_staged("MPI_Alltoallv", Mode::Wait, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
-}}
+macro_rules! alltoallv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { alltoallv_staged(stringify!($name), Mode::Wait, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ialltoallv / PMPI_Ialltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { alltoallv_staged("MPI_Ialltoallv", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
-}}
+alltoallv_entry!(
+    MPI_Alltoallv,
+    PMPI_Alltoallv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+alltoallv_entry!(
+    MPI_Alltoallv_c,
+    PMPI_Alltoallv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! ialltoallv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallv(sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { alltoallv_staged(stringify!($name), Mode::Request(request), sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm) }
+        }}
+    };
+}
+
+ialltoallv_entry!(
+    MPI_Ialltoallv,
+    PMPI_Ialltoallv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+ialltoallv_entry!(
+    MPI_Ialltoallv_c,
+    PMPI_Ialltoallv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
 /// # Safety
 /// The buffers and arrays are valid, where significant, until completion.
@@ -454,12 +531,12 @@ mpi_fn! { MPI_Ialltoallv / PMPI_Ialltoallv (sendbuf: *const c_void, sendcounts: 
 unsafe fn alltoallw(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
@@ -467,8 +544,8 @@ unsafe fn alltoallw(
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_w(
-            array(recvcounts, size, "recvcounts")?,
-            array(rdispls, size, "rdispls")?,
+            &recvcounts.read(size, "recvcounts")?,
+            &rdispls.read(size, "rdispls")?,
             array(recvtypes, size, "recvtypes")?,
         )?
     };
@@ -476,8 +553,8 @@ unsafe fn alltoallw(
         // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
         unsafe {
             layout_w(
-                array(sendcounts, size, "sendcounts")?,
-                array(sdispls, size, "sdispls")?,
+                &sendcounts.read(size, "sendcounts")?,
+                &sdispls.read(size, "sdispls")?,
                 array(sendtypes, size, "sendtypes")?,
             )
         }
@@ -495,12 +572,12 @@ unsafe fn alltoallw_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
@@ -537,16 +614,54 @@ unsafe fn alltoallw_staged(
     )
 }
 
-mpi_fn! { MPI_Alltoallw / PMPI_Alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { alltoallw_staged("MPI_Alltoallw", Mode::Wait, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
-}}
+macro_rules! alltoallw_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { alltoallw_staged(stringify!($name), Mode::Wait, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ialltoallw / PMPI_Ialltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { alltoallw_staged("MPI_Ialltoallw", Mode::Request(request), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
-}}
+alltoallw_entry!(
+    MPI_Alltoallw,
+    PMPI_Alltoallw,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+alltoallw_entry!(
+    MPI_Alltoallw_c,
+    PMPI_Alltoallw_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! ialltoallw_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::alltoallw(sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { alltoallw_staged(stringify!($name), Mode::Request(request), sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm) }
+        }}
+    };
+}
+
+ialltoallw_entry!(
+    MPI_Ialltoallw,
+    PMPI_Ialltoallw,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+ialltoallw_entry!(
+    MPI_Ialltoallw_c,
+    PMPI_Ialltoallw_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);

@@ -1,12 +1,13 @@
 //! Gather and scatter, with equal blocks and with per-rank counts.
 
 use super::{
-    array, block_bytes, bytes_buf, check_root, comm_info, in_place, layout_v, not_in_place,
-    same_len, send_data, slice_of,
+    block_bytes, bytes_buf, check_root, comm_info, in_place, layout_v, not_in_place, same_len,
+    send_data, slice_of,
 };
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
+use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
+use crate::abi::ints::Ints;
 use crate::abi::user_buf;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -148,8 +149,8 @@ unsafe fn gatherv(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -168,8 +169,8 @@ unsafe fn gatherv(
     // SAFETY: the root's arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            array(recvcounts, size, "recvcounts")?,
-            array(displs, size, "displs")?,
+            &recvcounts.read(size, "recvcounts")?,
+            &displs.read(size, "displs")?,
         )
     };
     let recv = layout_v(counts, displs, recvtype)?;
@@ -198,8 +199,8 @@ unsafe fn gatherv_staged(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -241,19 +242,51 @@ unsafe fn gatherv_staged(
     )
 }
 
-mpi_fn! { MPI_Gatherv / PMPI_Gatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { gatherv_staged("MPI_Gatherv", Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
-}}
+macro_rules! gatherv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { gatherv_staged(stringify!($name), Mode::Wait, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Igatherv / PMPI_Igatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { gatherv_staged("MPI_Igatherv", Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
-}}
+gatherv_entry!(MPI_Gatherv, PMPI_Gatherv, c_int, *const c_int, *const c_int);
+gatherv_entry!(
+    MPI_Gatherv_c,
+    PMPI_Gatherv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! igatherv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { gatherv_staged(stringify!($name), Mode::Request(request), sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm) }
+        }}
+    };
+}
+
+igatherv_entry!(
+    MPI_Igatherv,
+    PMPI_Igatherv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+igatherv_entry!(
+    MPI_Igatherv_c,
+    PMPI_Igatherv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
 /// The root's own receive buffer in a scatter: `None` for MPI_IN_PLACE;
 /// it must hold at least `need` bytes.
@@ -404,8 +437,8 @@ iscatter_entry!(MPI_Iscatter_c, PMPI_Iscatter_c, MPI_Count);
 unsafe fn scatterv(
     e: &mut Engine,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: Ints,
+    displs: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: MPI_Count,
@@ -429,8 +462,8 @@ unsafe fn scatterv(
     // SAFETY: the root's arrays have one entry per rank.
     let (counts, displs) = unsafe {
         (
-            array(sendcounts, size, "sendcounts")?,
-            array(displs, size, "displs")?,
+            &sendcounts.read(size, "sendcounts")?,
+            &displs.read(size, "displs")?,
         )
     };
     let send = layout_v(counts, displs, sendtype)?;
@@ -454,8 +487,8 @@ unsafe fn scatterv_staged(
     name: &str,
     mode: Mode,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: Ints,
+    displs: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: MPI_Count,
@@ -500,16 +533,54 @@ unsafe fn scatterv_staged(
     )
 }
 
-mpi_fn! { MPI_Scatterv / PMPI_Scatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { scatterv_staged("MPI_Scatterv", Mode::Wait, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+macro_rules! scatterv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, displs: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { scatterv_staged(stringify!($name), Mode::Wait, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Iscatterv / PMPI_Iscatterv (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { scatterv_staged("MPI_Iscatterv", Mode::Request(request), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
-}}
+scatterv_entry!(
+    MPI_Scatterv,
+    PMPI_Scatterv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+scatterv_entry!(
+    MPI_Scatterv_c,
+    PMPI_Scatterv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! iscatterv_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, displs: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::scatterv(sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { scatterv_staged(stringify!($name), Mode::Request(request), sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm) }
+        }}
+    };
+}
+
+iscatterv_entry!(
+    MPI_Iscatterv,
+    PMPI_Iscatterv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+iscatterv_entry!(
+    MPI_Iscatterv_c,
+    PMPI_Iscatterv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);

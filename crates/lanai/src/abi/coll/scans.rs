@@ -2,12 +2,12 @@
 //! per-rank counts and with equal blocks), inclusive and exclusive scan.
 
 use super::{
-    array, bytes_buf, combiner, comm_info, elem_bytes, in_place, not_in_place, reduce_arg,
-    send_data,
+    bytes_buf, combiner, comm_info, elem_bytes, in_place, not_in_place, reduce_arg, send_data,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Use};
+use crate::abi::ints::Ints;
 use crate::abi::{types, user_buf};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -155,7 +155,7 @@ unsafe fn reduce_scatter(
     e: &mut Engine,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: Ints,
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
@@ -165,7 +165,7 @@ unsafe fn reduce_scatter(
     not_in_place(recvbuf, "the receive buffer")?;
     let esize = types::type_size(datatype)?;
     // SAFETY: one count per rank.
-    let counts = unsafe { array(recvcounts, size, "recvcounts")? }
+    let counts = unsafe { &recvcounts.read(size, "recvcounts")? }
         .iter()
         .map(|&n| elem_bytes(n, esize))
         .collect::<MpiResult<Vec<usize>>>()?;
@@ -192,7 +192,7 @@ unsafe fn reduce_scatter_staged(
     mode: Mode,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: Ints,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -203,13 +203,10 @@ unsafe fn reduce_scatter_staged(
         mode,
         |rank, size| {
             // SAFETY: one count per rank.
-            let counts = unsafe { array(recvcounts, size, "recvcounts")? };
+            let counts = unsafe { &recvcounts.read(size, "recvcounts")? };
             let total = counts
                 .iter()
-                .try_fold(
-                    0 as c_int,
-                    |a, &n| if n < 0 { None } else { a.checked_add(n) },
-                )
+                .try_fold(0i64, |a, &n| if n < 0 { None } else { a.checked_add(n) })
                 .ok_or_else(|| {
                     MpiError::new(c::MPI_ERR_COUNT, "invalid or too large recvcounts")
                 })?;
@@ -227,20 +224,20 @@ unsafe fn reduce_scatter_staged(
         },
         |e, a| {
             let lead = if in_place(sendbuf) { &a[1] } else { &a[0] };
-            let mut scaled: Vec<c_int> = Vec::new();
+            let mut scaled: Vec<i64> = Vec::new();
             if lead.dt() != datatype {
                 let size = e.comms.get(crate::abi::comm_idx(comm)?)?.size;
                 let per = lead.per();
                 // SAFETY: one count per rank (checked when staging).
-                scaled = unsafe { array(recvcounts, size, "recvcounts")? }
+                scaled = unsafe { &recvcounts.read(size, "recvcounts")? }
                     .iter()
-                    .map(|&n| c_int::try_from(n as u64 * per).map_err(|_| too_large()))
+                    .map(|&n| i64::try_from(n as u128 * per as u128).map_err(|_| too_large()))
                     .collect::<MpiResult<_>>()?;
             }
             let counts = if scaled.is_empty() {
                 recvcounts
             } else {
-                scaled.as_ptr()
+                Ints::Wide(scaled.as_ptr())
             };
             // SAFETY: the staged buffers live until the collective completes.
             unsafe {
@@ -258,19 +255,57 @@ unsafe fn reduce_scatter_staged(
     )
 }
 
-mpi_fn! { MPI_Reduce_scatter / PMPI_Reduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { reduce_scatter_staged("MPI_Reduce_scatter", Mode::Wait, sendbuf, recvbuf, recvcounts, datatype, op, comm) }
-}}
+macro_rules! reduce_scatter_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: $carr, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts.into(), datatype, op, comm, crate::abi::intercomm::How::Wait) }; }
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { reduce_scatter_staged(stringify!($name), Mode::Wait, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
-    if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { reduce_scatter_staged("MPI_Ireduce_scatter", Mode::Request(request), sendbuf, recvbuf, recvcounts, datatype, op, comm) }
-}}
+reduce_scatter_entry!(
+    MPI_Reduce_scatter,
+    PMPI_Reduce_scatter,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+reduce_scatter_entry!(
+    MPI_Reduce_scatter_c,
+    PMPI_Reduce_scatter_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
+
+macro_rules! ireduce_scatter_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: $carr, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
+            if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::reduce_scatter(sendbuf, recvbuf, recvcounts.into(), datatype, op, comm, crate::abi::intercomm::How::Request(request)) }; }
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { reduce_scatter_staged(stringify!($name), Mode::Request(request), sendbuf, recvbuf, recvcounts.into(), datatype, op, comm) }
+        }}
+    };
+}
+
+ireduce_scatter_entry!(
+    MPI_Ireduce_scatter,
+    PMPI_Ireduce_scatter,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+ireduce_scatter_entry!(
+    MPI_Ireduce_scatter_c,
+    PMPI_Ireduce_scatter_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
 /// Which prefix reduction.
 #[derive(Clone, Copy, PartialEq, Eq)]

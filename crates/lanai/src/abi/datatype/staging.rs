@@ -11,6 +11,7 @@
 use super::{dt_err, predef, resolve_committed};
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Count, MPI_Datatype};
+use crate::abi::ints::Ints;
 use crate::abi::userbuf::{count_packed, Layout, UserBuf};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::Status;
@@ -468,8 +469,8 @@ unsafe impl Send for Staged {}
 /// Per-rank counts and displacements (and alltoallw types) of a staged
 /// v/w argument: bytes of the temporary, with `MPI_BYTE` as the type.
 struct Arrays {
-    counts: Vec<c_int>,
-    displs: Vec<c_int>,
+    counts: Vec<i64>,
+    displs: Vec<i64>,
     types: Vec<MPI_Datatype>,
 }
 
@@ -560,8 +561,8 @@ unsafe fn pack_blocks(base: *const c_void, blocks: &[Block]) -> MpiResult<(Vec<u
     Ok((temp, views))
 }
 
-fn c_int_of(n: usize) -> MpiResult<c_int> {
-    c_int::try_from(n).map_err(|_| {
+fn i64_of(n: usize) -> MpiResult<i64> {
+    i64::try_from(n).map_err(|_| {
         MpiError::new(
             c::MPI_ERR_COUNT,
             "the packed blocks of this datatype exceed the int range of the call",
@@ -666,14 +667,14 @@ impl Staged {
     ///
     /// # Safety
     /// Every block lies in valid user memory (MPI contract).
-    pub unsafe fn typed_blocks(
+    pub unsafe fn typed_blocks<C: Copy + Into<i64>>(
         buf: *const c_void,
-        blocks: &[(i64, c_int, MPI_Datatype)],
+        blocks: &[(i64, C, MPI_Datatype)],
         output: bool,
     ) -> MpiResult<Option<StagedBlocks>> {
         let mut direct = true;
         for &(_, n, h) in blocks {
-            if n > 0 && !is_direct(h)? {
+            if n.into() > 0 && !is_direct(h)? {
                 direct = false;
             }
         }
@@ -684,8 +685,9 @@ impl Staged {
         let list = blocks
             .iter()
             .map(|&(at, n, h)| {
+                let n: i64 = n.into();
                 if n < 0 {
-                    return Err(MpiError::count(i64::from(n)));
+                    return Err(MpiError::count(n));
                 }
                 Ok(Block {
                     at,
@@ -725,8 +727,8 @@ impl Staged {
     /// The arrays hold `n` ints; the blocks lie in valid user memory.
     pub unsafe fn new_v(
         buf: *const c_void,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: Ints,
+        displs: Ints,
         n: u32,
         h: MPI_Datatype,
         how: Use,
@@ -736,13 +738,13 @@ impl Staged {
             return Ok(passed);
         }
         // SAFETY: forwarded.
-        let (cs, ds) = unsafe { (entries(counts, n, "counts")?, entries(displs, n, "displs")?) };
+        let (cs, ds) = unsafe { (counts.read(n, "counts")?, displs.read(n, "displs")?) };
         let ext = resolve_committed(h)?.extent();
         let blocks = cs
             .iter()
-            .zip(ds)
+            .zip(&ds)
             .map(|(&k, &d)| {
-                let at = i64::from(d).checked_mul(ext).ok_or_else(|| {
+                let at = d.checked_mul(ext).ok_or_else(|| {
                     MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large"))
                 })?;
                 Ok((at, k, h))
@@ -772,8 +774,8 @@ impl Staged {
     /// The arrays hold `n` entries; the blocks lie in valid user memory.
     pub unsafe fn new_w(
         buf: *const c_void,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: Ints,
+        displs: Ints,
         types: *const MPI_Datatype,
         n: u32,
         how: Use,
@@ -785,16 +787,16 @@ impl Staged {
         // SAFETY: forwarded.
         let (cs, ds, ts) = unsafe {
             (
-                entries(counts, n, "counts")?,
-                entries(displs, n, "displs")?,
+                counts.read(n, "counts")?,
+                displs.read(n, "displs")?,
                 entries(types, n, "types")?,
             )
         };
         let blocks: Vec<_> = cs
             .iter()
-            .zip(ds)
+            .zip(&ds)
             .zip(ts)
-            .map(|((&k, &d), &t)| (i64::from(d), k, t))
+            .map(|((&k, &d), &t)| (d, k, t))
             .collect();
         // SAFETY: forwarded.
         unsafe { Staged::with_arrays(buf, &blocks, how, true) }.map(|s| s.unwrap_or(passed))
@@ -804,7 +806,7 @@ impl Staged {
     /// As for [`Staged::typed_blocks`].
     unsafe fn with_arrays(
         buf: *const c_void,
-        blocks: &[(i64, c_int, MPI_Datatype)],
+        blocks: &[(i64, i64, MPI_Datatype)],
         how: Use,
         types: bool,
     ) -> MpiResult<Option<Staged>> {
@@ -816,11 +818,11 @@ impl Staged {
         s.arrays = Some(Arrays {
             counts: spans
                 .iter()
-                .map(|&(_, l)| c_int_of(l))
+                .map(|&(_, l)| i64_of(l))
                 .collect::<MpiResult<_>>()?,
             displs: spans
                 .iter()
-                .map(|&(o, _)| c_int_of(o))
+                .map(|&(o, _)| i64_of(o))
                 .collect::<MpiResult<_>>()?,
             types: if types {
                 vec![c::MPI_BYTE; spans.len()]
@@ -854,13 +856,17 @@ impl Staged {
     }
 
     /// The per-rank counts to use: the staged ones, else `orig`.
-    pub fn counts(&self, orig: *const c_int) -> *const c_int {
-        self.arrays.as_ref().map_or(orig, |a| a.counts.as_ptr())
+    pub fn counts(&self, orig: Ints) -> Ints {
+        self.arrays
+            .as_ref()
+            .map_or(orig, |a| Ints::Wide(a.counts.as_ptr()))
     }
 
     /// The per-rank displacements to use: the staged ones, else `orig`.
-    pub fn displs(&self, orig: *const c_int) -> *const c_int {
-        self.arrays.as_ref().map_or(orig, |a| a.displs.as_ptr())
+    pub fn displs(&self, orig: Ints) -> Ints {
+        self.arrays
+            .as_ref()
+            .map_or(orig, |a| Ints::Wide(a.displs.as_ptr()))
     }
 
     /// The per-rank types to use (alltoallw): the staged ones, else `orig`.

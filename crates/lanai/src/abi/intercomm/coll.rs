@@ -15,6 +15,7 @@ use super::super::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op};
 use super::super::datatype::staging::{self as staged, Staged, Use};
 use super::super::userbuf::UserBuf;
 use super::super::{call, types, user_buf};
+use crate::abi::ints::Ints;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::intercomm::InterRoot;
 use crate::engine::Engine;
@@ -244,7 +245,7 @@ pub(in crate::abi) unsafe fn allreduce(
 pub(in crate::abi) unsafe fn reduce_scatter(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: Ints,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -260,10 +261,10 @@ pub(in crate::abi) unsafe fn reduce_scatter(
             no_in_place(recvbuf, "the receive buffer")?;
             let (rank, size) = local(e, ci)?;
             // SAFETY: one count per member of this group.
-            let counts = unsafe { array(recvcounts, size, "recvcounts")? };
-            let elems = counts.iter().try_fold(0 as c_int, |a, &n| {
+            let counts = unsafe { &recvcounts.read(size, "recvcounts")? };
+            let elems = counts.iter().try_fold(0i64, |a, &n| {
                 if n < 0 {
-                    return Err(MpiError::count(i64::from(n)));
+                    return Err(MpiError::count(n));
                 }
                 a.checked_add(n)
                     .ok_or_else(|| too_large("the sum of recvcounts"))
@@ -283,7 +284,7 @@ pub(in crate::abi) unsafe fn reduce_scatter(
             // elements (or bytes) per element of the caller's type.
             let (per, esize) = (a[0].per(), types::type_size(a[0].dt())?);
             // SAFETY: one count per member of this group (checked when staging).
-            let bytes = unsafe { array(recvcounts, size, "recvcounts")? }
+            let bytes = unsafe { &recvcounts.read(size, "recvcounts")? }
                 .iter()
                 .map(|&n| {
                     let n = (n as u64)
@@ -442,8 +443,8 @@ pub(in crate::abi) unsafe fn gatherv(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -479,8 +480,8 @@ pub(in crate::abi) unsafe fn gatherv(
                     // one entry per member of the other group.
                     let (counts, displs) = unsafe {
                         (
-                            array(r.counts(recvcounts), nr, "recvcounts")?,
-                            array(r.displs(displs), nr, "displs")?,
+                            &r.counts(recvcounts).read(nr, "recvcounts")?,
+                            &r.displs(displs).read(nr, "displs")?,
                         )
                     };
                     let recv = layout_v(counts, displs, r.dt())?;
@@ -560,8 +561,8 @@ pub(in crate::abi) unsafe fn scatter(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn scatterv(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: Ints,
+    displs: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: MPI_Count,
@@ -600,8 +601,8 @@ pub(in crate::abi) unsafe fn scatterv(
                     // one entry per member of the other group.
                     let (counts, displs) = unsafe {
                         (
-                            array(s.counts(sendcounts), nr, "sendcounts")?,
-                            array(s.displs(displs), nr, "displs")?,
+                            &s.counts(sendcounts).read(nr, "sendcounts")?,
+                            &s.displs(displs).read(nr, "displs")?,
                         )
                     };
                     let send = layout_v(counts, displs, s.dt())?;
@@ -674,8 +675,8 @@ pub(in crate::abi) unsafe fn allgatherv(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     how: How,
@@ -704,8 +705,8 @@ pub(in crate::abi) unsafe fn allgatherv(
             // member of the other group.
             let (counts, displs) = unsafe {
                 (
-                    array(r.counts(recvcounts), nr, "recvcounts")?,
-                    array(r.displs(displs), nr, "displs")?,
+                    &r.counts(recvcounts).read(nr, "recvcounts")?,
+                    &r.displs(displs).read(nr, "displs")?,
                 )
             };
             let recv = layout_v(counts, displs, r.dt())?;
@@ -772,12 +773,12 @@ pub(in crate::abi) unsafe fn alltoall(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn alltoallv(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     how: How,
@@ -807,13 +808,13 @@ pub(in crate::abi) unsafe fn alltoallv(
             let (send, recv) = unsafe {
                 (
                     layout_v(
-                        array(s.counts(sendcounts), nr, "sendcounts")?,
-                        array(s.displs(sdispls), nr, "sdispls")?,
+                        &s.counts(sendcounts).read(nr, "sendcounts")?,
+                        &s.displs(sdispls).read(nr, "sdispls")?,
                         s.dt(),
                     )?,
                     layout_v(
-                        array(r.counts(recvcounts), nr, "recvcounts")?,
-                        array(r.displs(rdispls), nr, "rdispls")?,
+                        &r.counts(recvcounts).read(nr, "recvcounts")?,
+                        &r.displs(rdispls).read(nr, "rdispls")?,
                         r.dt(),
                     )?,
                 )
@@ -835,12 +836,12 @@ pub(in crate::abi) unsafe fn alltoallv(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::abi) unsafe fn alltoallw(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
     how: How,
@@ -870,13 +871,13 @@ pub(in crate::abi) unsafe fn alltoallw(
             let (send, recv) = unsafe {
                 (
                     layout_w(
-                        array(s.counts(sendcounts), nr, "sendcounts")?,
-                        array(s.displs(sdispls), nr, "sdispls")?,
+                        &s.counts(sendcounts).read(nr, "sendcounts")?,
+                        &s.displs(sdispls).read(nr, "sdispls")?,
                         array(s.types(sendtypes), nr, "sendtypes")?,
                     )?,
                     layout_w(
-                        array(r.counts(recvcounts), nr, "recvcounts")?,
-                        array(r.displs(rdispls), nr, "rdispls")?,
+                        &r.counts(recvcounts).read(nr, "recvcounts")?,
+                        &r.displs(rdispls).read(nr, "rdispls")?,
                         array(r.types(recvtypes), nr, "recvtypes")?,
                     )?,
                 )

@@ -19,19 +19,24 @@ pub mod types;
 pub mod userbuf;
 
 mod attr;
+mod bsend_flush;
 mod coll;
 mod coll_persistent;
 mod comm;
 mod env;
 mod errhandler;
 mod group;
+mod grequest;
 mod info;
 mod intercomm;
 mod large_count;
 mod long_double;
 mod p2p;
+mod parent;
+mod pcontrol;
 mod pair_types;
 mod requests;
+mod sendrecv;
 mod status;
 mod topo;
 

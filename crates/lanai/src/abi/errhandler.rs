@@ -358,6 +358,76 @@ mpi_fn! { MPI_Add_error_string / PMPI_Add_error_string (errorcode: c_int, string
     report("MPI_Add_error_string", None, r)
 }}
 
+// MPI 4.1 removal. Predefined classes and codes cannot be removed, and a
+// class cannot be removed while codes still belong to it. Values are not
+// reused (MPI_LASTUSEDCODE only grows).
+
+/// Checks that `v` is an added class (`class`) or an added code that is
+/// not a class.
+fn check_added(t: &Table, v: c_int, class: bool) -> MpiResult<()> {
+    let what = if class { "class" } else { "code" };
+    match t.added_class.get(&v) {
+        _ if errors::is_valid(v) => Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            format!("{v} is a predefined error {what}; it cannot be removed"),
+        )),
+        Some(&k) if (k == v) == class => Ok(()),
+        _ => Err(MpiError::new(
+            c::MPI_ERR_ARG,
+            format!("{v} is not an added error {what}"),
+        )),
+    }
+}
+
+mpi_fn! { MPI_Remove_error_class / PMPI_Remove_error_class (errorclass: c_int) -> c_int {
+    let r = (|| {
+        let mut t = table();
+        check_added(&t, errorclass, true)?;
+        let codes = t.added_class.iter().filter(|&(&k, &v)| v == errorclass && k != errorclass).count();
+        if codes > 0 {
+            return Err(MpiError::new(
+                c::MPI_ERR_ARG,
+                format!("error class {errorclass} still has {codes} error code(s); remove them first"),
+            ));
+        }
+        t.added_class.remove(&errorclass);
+        t.strings.remove(&errorclass);
+        Ok(())
+    })();
+    report("MPI_Remove_error_class", None, r)
+}}
+
+mpi_fn! { MPI_Remove_error_code / PMPI_Remove_error_code (errorcode: c_int) -> c_int {
+    let r = (|| {
+        let mut t = table();
+        check_added(&t, errorcode, false)?;
+        t.added_class.remove(&errorcode);
+        t.strings.remove(&errorcode);
+        Ok(())
+    })();
+    report("MPI_Remove_error_code", None, r)
+}}
+
+mpi_fn! { MPI_Remove_error_string / PMPI_Remove_error_string (errorcode: c_int) -> c_int {
+    let r = (|| {
+        let mut t = table();
+        if errors::is_valid(errorcode) {
+            return Err(MpiError::new(
+                c::MPI_ERR_ARG,
+                format!("{errorcode} is a predefined error code; its string cannot be removed"),
+            ));
+        }
+        if !t.added_class.contains_key(&errorcode) {
+            return Err(MpiError::new(c::MPI_ERR_ARG, format!("{errorcode} is not an added error class or code")));
+        }
+        if t.strings.remove(&errorcode).is_none() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, format!("error code {errorcode} has no string to remove")));
+        }
+        Ok(())
+    })();
+    report("MPI_Remove_error_string", None, r)
+}}
+
 /// Copies `s` into a C string buffer of `cap` bytes, NUL-terminated.
 ///
 /// # Safety

@@ -18,7 +18,7 @@ use std::os::raw::c_int;
 /// # Safety
 /// As for [`crate::abi::user_buf`].
 #[allow(clippy::too_many_arguments)] // mirrors the C signature plus the mode
-unsafe fn isend(
+pub(super) unsafe fn isend(
     e: &mut Engine,
     buf: *const c_void,
     count: MPI_Count,
@@ -94,7 +94,7 @@ nonblocking_send!(MPI_Ibsend_c, PMPI_Ibsend_c, MPI_Count, SendMode::Buffered);
 
 /// # Safety
 /// As for [`crate::abi::user_buf`].
-unsafe fn irecv(
+pub(super) unsafe fn irecv(
     e: &mut Engine,
     buf: *mut c_void,
     count: MPI_Count,

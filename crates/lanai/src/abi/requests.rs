@@ -3,7 +3,7 @@
 use super::consts as c;
 use super::consts::{MPI_Request, MPI_Status};
 use super::datatype::staging;
-use super::{call, empty_status, errors, state, write_status};
+use super::{call, empty_status, errors, grequest, state, write_status};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Op, Persistent, Status};
 use crate::engine::Engine;
@@ -15,6 +15,11 @@ const REQ_MASK: c_int = 0x003f_ffff;
 
 pub fn handle_of(idx: usize) -> MPI_Request {
     REQ_BASE | (idx as c_int & REQ_MASK)
+}
+
+/// The request index a handle names, if it has a request handle's form.
+pub fn handle_index(h: MPI_Request) -> Option<usize> {
+    (h & !REQ_MASK == REQ_BASE).then_some((h & REQ_MASK) as usize)
 }
 
 fn index_of(e: &Engine, h: MPI_Request) -> MpiResult<usize> {
@@ -171,7 +176,7 @@ fn one(
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
 ) -> c_int {
-    call(name, None, |e| {
+    grequest::around(name, request, 1, |retry| call(name, None, |e| {
         if request.is_null() {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
@@ -183,7 +188,11 @@ fn one(
         match flag {
             None => {
                 let hv = *h;
-                e.wait_until(|e| is_ready(e, hv))?;
+                e.wait_until(|e| is_ready(e, hv) || grequest::due(&[hv]))?;
+                if !is_ready(e, hv) {
+                    retry.set(true);
+                    return Ok(());
+                }
             }
             Some(_) => {
                 if !is_ready(e, *h) {
@@ -202,7 +211,7 @@ fn one(
             return status_result(&st);
         }
         Ok(())
-    })
+    }))
 }
 
 mpi_fn! { MPI_Wait / PMPI_Wait (request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
@@ -253,7 +262,7 @@ unsafe fn complete_ready(
 }
 
 mpi_fn! { MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Waitall", None, |e| {
+    grequest::around("MPI_Waitall", array_of_requests, count, |retry| call("MPI_Waitall", None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(array_of_requests, count)? };
         for h in hs.iter() {
@@ -262,18 +271,22 @@ mpi_fn! { MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut MPI_
             }
         }
         let snapshot: Vec<MPI_Request> = hs.to_vec();
-        e.wait_until(|e| snapshot.iter().all(|&h| is_ready(e, h)))?;
+        e.wait_until(|e| snapshot.iter().all(|&h| is_ready(e, h)) || grequest::due(&snapshot))?;
+        if !snapshot.iter().all(|&h| is_ready(e, h)) {
+            retry.set(true);
+            return Ok(());
+        }
         // SAFETY: the caller's statuses array (or IGNORE).
         let err = unsafe { complete_ready(e, hs, array_of_statuses, None)? };
         if err {
             return Err(MpiError::new(c::MPI_ERR_IN_STATUS, "a request completed with an error (see the statuses)"));
         }
         Ok(())
-    })
+    }))
 }}
 
 mpi_fn! { MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    call("MPI_Testall", None, |e| {
+    grequest::around("MPI_Testall", array_of_requests, count, |_| call("MPI_Testall", None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(array_of_requests, count)? };
         if flag.is_null() {
@@ -290,7 +303,7 @@ mpi_fn! { MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut MPI_
             }
         }
         Ok(())
-    })
+    }))
 }}
 
 fn any(
@@ -301,7 +314,7 @@ fn any(
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
 ) -> c_int {
-    call(name, None, |e| {
+    grequest::around(name, reqs, count, |retry| call(name, None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(reqs, count)? };
         if index.is_null() {
@@ -316,7 +329,13 @@ fn any(
         };
         if !none_active {
             match flag {
-                None => e.wait_until(|e| ready(e).is_some())?,
+                None => {
+                    e.wait_until(|e| ready(e).is_some() || grequest::due(&snapshot))?;
+                    if ready(e).is_none() {
+                        retry.set(true);
+                        return Ok(());
+                    }
+                }
                 Some(_) => {
                     e.progress(false)?;
                 }
@@ -343,7 +362,7 @@ fn any(
             return status_result(&st);
         }
         Ok(())
-    })
+    }))
 }
 
 mpi_fn! { MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
@@ -366,7 +385,7 @@ fn some(
     statuses: *mut MPI_Status,
     block: bool,
 ) -> c_int {
-    call(name, None, |e| {
+    grequest::around(name, reqs, count, |retry| call(name, None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(reqs, count)? };
         if outcount.is_null() || (count > 0 && indices.is_null()) {
@@ -382,7 +401,12 @@ fn some(
             return Ok(());
         }
         if block {
-            e.wait_until(|e| snapshot.iter().any(|&h| is_active(e, h) && is_ready(e, h)))?;
+            let any = |e: &Engine| snapshot.iter().any(|&h| is_active(e, h) && is_ready(e, h));
+            e.wait_until(|e| any(e) || grequest::due(&snapshot))?;
+            if !any(e) {
+                retry.set(true);
+                return Ok(());
+            }
         } else {
             e.progress(false)?;
         }
@@ -401,7 +425,7 @@ fn some(
             ));
         }
         Ok(())
-    })
+    }))
 }
 
 mpi_fn! { MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
@@ -413,6 +437,9 @@ mpi_fn! { MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut 
 }}
 
 mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_int {
+    if let Some(rc) = grequest::request_free(request) {
+        return rc;
+    }
     call("MPI_Request_free", None, |e| {
         if request.is_null() {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
@@ -439,6 +466,9 @@ mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_
 }}
 
 mpi_fn! { MPI_Request_get_status / PMPI_Request_get_status (request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    if let Some(rc) = grequest::get_status(request, flag, status) {
+        return rc;
+    }
     call("MPI_Request_get_status", None, |e| {
         if flag.is_null() {
             return Err(MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
@@ -475,6 +505,9 @@ mpi_fn! { MPI_Request_get_status / PMPI_Request_get_status (request: MPI_Request
 }}
 
 mpi_fn! { MPI_Cancel / PMPI_Cancel (request: *mut MPI_Request) -> c_int {
+    if let Some(rc) = grequest::cancel(request) {
+        return rc;
+    }
     call("MPI_Cancel", None, |e| {
         if request.is_null() {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
@@ -482,7 +515,10 @@ mpi_fn! { MPI_Cancel / PMPI_Cancel (request: *mut MPI_Request) -> c_int {
         // SAFETY: checked non-null.
         let idx = index_of(e, unsafe { *request })?;
         let child = e.st.persistent_children.iter().find(|&&(p, _)| p == idx).map(|&(_, ch)| ch);
-        e.cancel(child.unwrap_or(idx))?;
+        let target = child.unwrap_or(idx);
+        if !e.cancel_composite(target)? {
+            e.cancel(target)?;
+        }
         e.settle_persistent();
         Ok(())
     })

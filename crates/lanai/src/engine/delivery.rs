@@ -50,6 +50,8 @@ pub struct State {
     pub inter_ops: Vec<super::intercomm::InterOp>,
     /// Persistent requests and the child operation running each start.
     pub persistent_children: Vec<(usize, usize)>,
+    /// Requests that complete when others have (`composite.rs`).
+    pub composites: Vec<super::composite::Composite>,
     /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.
     pub bsend_used: usize,
     /// Piece lists of arrived non-contiguous RTSs, by (sender, cookie),

@@ -8,6 +8,7 @@ pub mod central;
 pub mod coll;
 pub mod comm;
 mod comm_idup;
+pub mod composite;
 pub mod delivery;
 pub mod doorbell;
 pub mod error;

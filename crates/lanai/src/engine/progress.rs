@@ -68,6 +68,9 @@ impl Engine {
         if !self.st.persistent_children.is_empty() {
             self.settle_persistent();
         }
+        if !self.st.composites.is_empty() {
+            self.settle_composites();
+        }
         if self.st.colls.has_work() {
             did |= self.drive_colls()?;
         }

@@ -83,6 +83,11 @@ pub enum Op {
     },
     /// A collective instance; its state machine lives in the collective table.
     Coll,
+    /// A request made of others (`MPI_Isendrecv`, `MPI_Buffer_iflush`); see
+    /// `composite.rs`.
+    Composite,
+    /// A generalized request (`MPI_Grequest_start`): the ABI completes it.
+    Generalized,
     /// Nothing left to do (completed, or inactive persistent request).
     Idle,
 }

@@ -434,6 +434,19 @@ pub fn forget(e: &Engine, req: usize) {
     HELD.store(t.len(), Ordering::Relaxed);
 }
 
+/// Moves what request `from` holds to request `to`, which the program
+/// completes instead (the receive of an `MPI_Isendrecv` is unpacked when
+/// the pair completes).
+pub fn rekey(e: &Engine, from: usize, to: usize) {
+    if HELD.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let (old, new) = (e.st.reqs.cookie(from), e.st.reqs.cookie(to));
+    for (k, _) in pending().iter_mut().filter(|(k, _)| *k == old) {
+        *k = new;
+    }
+}
+
 /// A buffer argument of a collective, staged through a packed temporary
 /// when its datatype is a non-contiguous derived type (or, for
 /// reductions, any derived type). The collective then runs on

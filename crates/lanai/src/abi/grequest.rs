@@ -110,7 +110,10 @@ fn run_free(free: Option<MPI_Grequest_free_function>, extra: usize) -> MpiResult
     if rc == c::MPI_SUCCESS {
         Ok(())
     } else {
-        Err(MpiError::new(rc, "the generalized request's free_fn failed"))
+        Err(MpiError::new(
+            rc,
+            "the generalized request's free_fn failed",
+        ))
     }
 }
 
@@ -270,7 +273,11 @@ pub fn cancel(request: *mut MPI_Request) -> Option<c_int> {
 
 /// `MPI_Request_get_status` of a generalized request (`None`: not one):
 /// once completed, `query_fn` fills the status (the request stays).
-pub fn get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> Option<c_int> {
+pub fn get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> Option<c_int> {
     if LIVE.load(Ordering::Acquire) == 0 || flag.is_null() {
         return None;
     }

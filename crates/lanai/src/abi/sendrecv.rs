@@ -63,10 +63,10 @@ mpi_fn! { MPI_Isendrecv / PMPI_Isendrecv (sendbuf: *const c_void, sendcount: c_i
     call("MPI_Isendrecv", Some(comm), |e| {
         check_send(e, request, comm, dest, sendtag)?;
         // SAFETY: the standard keeps both buffers valid until completion.
-        let rr = unsafe { irecv(e, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+        let rr = unsafe { irecv(e, recvbuf, recvcount.into(), recvtype, source, recvtag, comm)? };
         let r = pair(e, rr, |e| {
             // SAFETY: as above.
-            unsafe { isend(e, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard) }
+            unsafe { isend(e, sendbuf, sendcount.into(), sendtype, dest, sendtag, comm, SendMode::Standard) }
         })?;
         // SAFETY: checked non-null.
         unsafe { *request = handle_of(r) };
@@ -87,7 +87,7 @@ mpi_fn! { MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void, coun
             _ => b.as_slice().to_vec(),
         };
         // SAFETY: as above.
-        let rr = unsafe { irecv(e, buf, count, datatype, source, recvtag, comm)? };
+        let rr = unsafe { irecv(e, buf, count.into(), datatype, source, recvtag, comm)? };
         let r = pair(e, rr, |e| {
             // SAFETY: the copy's heap block does not move when the Vec
             // does; it is held below until the send completes.

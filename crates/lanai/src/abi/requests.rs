@@ -8,6 +8,7 @@ use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Op, Persistent, Status};
 use crate::engine::Engine;
 use crate::mpi_fn;
+use std::cell::Cell;
 use std::os::raw::c_int;
 
 const REQ_BASE: c_int = 0x2c40_0000;
@@ -175,8 +176,9 @@ fn one(
     request: *mut MPI_Request,
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, request, 1, |retry| call(name, None, |e| {
+    call(name, None, |e| {
         if request.is_null() {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
@@ -211,18 +213,18 @@ fn one(
             return status_result(&st);
         }
         Ok(())
-    }))
+    })
 }
 
 mpi_fn! { MPI_Wait / PMPI_Wait (request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    one("MPI_Wait", request, None, status)
+    grequest::around("MPI_Wait", request, 1, |retry| one("MPI_Wait", request, None, status, retry))
 }}
 
 mpi_fn! { MPI_Test / PMPI_Test (request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     if flag.is_null() {
         return super::errors::raise("MPI_Test", None, MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
     }
-    one("MPI_Test", request, Some(flag), status)
+    grequest::around("MPI_Test", request, 1, |retry| one("MPI_Test", request, Some(flag), status, retry))
 }}
 
 /// Completes every ready handle in `hs`, writing statuses; returns whether
@@ -313,8 +315,9 @@ fn any(
     index: *mut c_int,
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, reqs, count, |retry| call(name, None, |e| {
+    call(name, None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(reqs, count)? };
         if index.is_null() {
@@ -362,20 +365,21 @@ fn any(
             return status_result(&st);
         }
         Ok(())
-    }))
+    })
 }
 
 mpi_fn! { MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
-    any("MPI_Waitany", count, array_of_requests, index, None, status)
+    grequest::around("MPI_Waitany", array_of_requests, count, |retry| any("MPI_Waitany", count, array_of_requests, index, None, status, retry))
 }}
 
 mpi_fn! { MPI_Testany / PMPI_Testany (count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     if flag.is_null() {
         return super::errors::raise("MPI_Testany", None, MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
     }
-    any("MPI_Testany", count, array_of_requests, index, Some(flag), status)
+    grequest::around("MPI_Testany", array_of_requests, count, |retry| any("MPI_Testany", count, array_of_requests, index, Some(flag), status, retry))
 }}
 
+#[allow(clippy::too_many_arguments)] // the C arguments, the mode and the retry flag
 fn some(
     name: &str,
     count: c_int,
@@ -384,8 +388,9 @@ fn some(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
     block: bool,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, reqs, count, |retry| call(name, None, |e| {
+    call(name, None, |e| {
         // SAFETY: the caller's array of `count` handles.
         let hs = unsafe { handles(reqs, count)? };
         if outcount.is_null() || (count > 0 && indices.is_null()) {
@@ -425,15 +430,15 @@ fn some(
             ));
         }
         Ok(())
-    }))
+    })
 }
 
 mpi_fn! { MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true)
+    grequest::around("MPI_Waitsome", array_of_requests, incount, |retry| some("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true, retry))
 }}
 
 mpi_fn! { MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false)
+    grequest::around("MPI_Testsome", array_of_requests, incount, |retry| some("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false, retry))
 }}
 
 mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_int {

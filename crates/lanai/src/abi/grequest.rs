@@ -8,7 +8,10 @@
 //! completed, completes the engine request with that status, and calls
 //! `free_fn` for the requests the body released. A blocking wait whose
 //! request is completed meanwhile leaves the engine ([`due`]) so the query
-//! can run, then waits again.
+//! can run, then waits again. A completed request's `query_fn` runs in
+//! the first wait/test call that names it, even one that then reports
+//! another request (`MPI_Waitany`) or none (`MPI_Testall` with others still
+//! pending); the status is kept for the call that completes it.
 //!
 //! Lanai provides `MPI_THREAD_SERIALIZED`, but `MPI_Grequest_complete` is
 //! safe from any thread at any time (that is what generalized requests are
@@ -169,10 +172,15 @@ fn release_finished() -> MpiResult<()> {
         LIVE.store(t.len(), Ordering::Release);
         Ok(())
     })?;
-    frees
-        .into_iter()
-        .map(|(f, extra)| run_free(f, extra))
-        .fold(Ok(()), |acc, r| acc.and(r))
+    // Every free_fn runs, even after one fails.
+    let mut first = Ok(());
+    for (f, extra) in frees {
+        let r = run_free(f, extra);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
 }
 
 /// Runs a wait/test entry point's `body` with generalized requests among

@@ -8,6 +8,7 @@ use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Op, Persistent, Status};
 use crate::engine::Engine;
 use crate::mpi_fn;
+use std::cell::Cell;
 use std::os::raw::c_int;
 
 const REQ_BASE: c_int = 0x2c40_0000;
@@ -175,56 +176,55 @@ fn one(
     request: *mut MPI_Request,
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, request, 1, |retry| {
-        call(name, None, |e| {
-            if request.is_null() {
-                return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
-            }
-            // SAFETY: checked non-null; the caller's handle.
-            let h = unsafe { &mut *request };
-            if h != &c::MPI_REQUEST_NULL {
-                index_of(e, *h)?;
-            }
-            match flag {
-                None => {
-                    let hv = *h;
-                    e.wait_until(|e| is_ready(e, hv) || grequest::due(&[hv]))?;
-                    if !is_ready(e, hv) {
-                        retry.set(true);
-                        return Ok(());
-                    }
-                }
-                Some(_) => {
-                    if !is_ready(e, *h) {
-                        e.progress(false)?;
-                    }
+    call(name, None, |e| {
+        if request.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+        }
+        // SAFETY: checked non-null; the caller's handle.
+        let h = unsafe { &mut *request };
+        if h != &c::MPI_REQUEST_NULL {
+            index_of(e, *h)?;
+        }
+        match flag {
+            None => {
+                let hv = *h;
+                e.wait_until(|e| is_ready(e, hv) || grequest::due(&[hv]))?;
+                if !is_ready(e, hv) {
+                    retry.set(true);
+                    return Ok(());
                 }
             }
-            let done = try_complete(e, h)?;
-            if let Some(f) = flag {
-                // SAFETY: the caller's flag, checked by the entry point.
-                unsafe { *f = c_int::from(done.is_some()) };
+            Some(_) => {
+                if !is_ready(e, *h) {
+                    e.progress(false)?;
+                }
             }
-            if let Some(st) = done {
-                // SAFETY: the caller's status argument.
-                unsafe { write_status(status, &st) };
-                return status_result(&st);
-            }
-            Ok(())
-        })
+        }
+        let done = try_complete(e, h)?;
+        if let Some(f) = flag {
+            // SAFETY: the caller's flag, checked by the entry point.
+            unsafe { *f = c_int::from(done.is_some()) };
+        }
+        if let Some(st) = done {
+            // SAFETY: the caller's status argument.
+            unsafe { write_status(status, &st) };
+            return status_result(&st);
+        }
+        Ok(())
     })
 }
 
 mpi_fn! { MPI_Wait / PMPI_Wait (request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    one("MPI_Wait", request, None, status)
+    grequest::around("MPI_Wait", request, 1, |retry| one("MPI_Wait", request, None, status, retry))
 }}
 
 mpi_fn! { MPI_Test / PMPI_Test (request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     if flag.is_null() {
         return super::errors::raise("MPI_Test", None, MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
     }
-    one("MPI_Test", request, Some(flag), status)
+    grequest::around("MPI_Test", request, 1, |retry| one("MPI_Test", request, Some(flag), status, retry))
 }}
 
 /// Completes every ready handle in `hs`, writing statuses; returns whether
@@ -315,71 +315,71 @@ fn any(
     index: *mut c_int,
     flag: Option<*mut c_int>,
     status: *mut MPI_Status,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, reqs, count, |retry| {
-        call(name, None, |e| {
-            // SAFETY: the caller's array of `count` handles.
-            let hs = unsafe { handles(reqs, count)? };
-            if index.is_null() {
-                return Err(MpiError::new(c::MPI_ERR_ARG, "index is NULL"));
-            }
-            let snapshot: Vec<MPI_Request> = hs.to_vec();
-            let none_active = !snapshot.iter().any(|&h| is_active(e, h));
-            let ready = |e: &Engine| {
-                snapshot
-                    .iter()
-                    .position(|&h| is_active(e, h) && is_ready(e, h))
-            };
-            if !none_active {
-                match flag {
-                    None => {
-                        e.wait_until(|e| ready(e).is_some() || grequest::due(&snapshot))?;
-                        if ready(e).is_none() {
-                            retry.set(true);
-                            return Ok(());
-                        }
-                    }
-                    Some(_) => {
-                        e.progress(false)?;
+    call(name, None, |e| {
+        // SAFETY: the caller's array of `count` handles.
+        let hs = unsafe { handles(reqs, count)? };
+        if index.is_null() {
+            return Err(MpiError::new(c::MPI_ERR_ARG, "index is NULL"));
+        }
+        let snapshot: Vec<MPI_Request> = hs.to_vec();
+        let none_active = !snapshot.iter().any(|&h| is_active(e, h));
+        let ready = |e: &Engine| {
+            snapshot
+                .iter()
+                .position(|&h| is_active(e, h) && is_ready(e, h))
+        };
+        if !none_active {
+            match flag {
+                None => {
+                    e.wait_until(|e| ready(e).is_some() || grequest::due(&snapshot))?;
+                    if ready(e).is_none() {
+                        retry.set(true);
+                        return Ok(());
                     }
                 }
-            }
-            let found = if none_active { None } else { ready(e) };
-            let (idx, fl, st) = match found {
-                Some(i) => {
-                    let st = try_complete(e, &mut hs[i])?.unwrap_or_else(empty_status);
-                    (i as c_int, true, Some(st))
+                Some(_) => {
+                    e.progress(false)?;
                 }
-                None if none_active => (c::MPI_UNDEFINED, true, Some(empty_status())),
-                None => (c::MPI_UNDEFINED, false, None),
-            };
-            // SAFETY: checked non-null.
-            unsafe { *index = idx };
-            if let Some(f) = flag {
-                // SAFETY: checked by the entry point.
-                unsafe { *f = c_int::from(fl) };
             }
-            if let Some(st) = st {
-                // SAFETY: the caller's status argument.
-                unsafe { write_status(status, &st) };
-                return status_result(&st);
+        }
+        let found = if none_active { None } else { ready(e) };
+        let (idx, fl, st) = match found {
+            Some(i) => {
+                let st = try_complete(e, &mut hs[i])?.unwrap_or_else(empty_status);
+                (i as c_int, true, Some(st))
             }
-            Ok(())
-        })
+            None if none_active => (c::MPI_UNDEFINED, true, Some(empty_status())),
+            None => (c::MPI_UNDEFINED, false, None),
+        };
+        // SAFETY: checked non-null.
+        unsafe { *index = idx };
+        if let Some(f) = flag {
+            // SAFETY: checked by the entry point.
+            unsafe { *f = c_int::from(fl) };
+        }
+        if let Some(st) = st {
+            // SAFETY: the caller's status argument.
+            unsafe { write_status(status, &st) };
+            return status_result(&st);
+        }
+        Ok(())
     })
 }
 
 mpi_fn! { MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
-    any("MPI_Waitany", count, array_of_requests, index, None, status)
+    grequest::around("MPI_Waitany", array_of_requests, count, |retry| any("MPI_Waitany", count, array_of_requests, index, None, status, retry))
 }}
 
 mpi_fn! { MPI_Testany / PMPI_Testany (count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     if flag.is_null() {
         return super::errors::raise("MPI_Testany", None, MpiError::new(c::MPI_ERR_ARG, "flag is NULL"));
     }
-    any("MPI_Testany", count, array_of_requests, index, Some(flag), status)
+    grequest::around("MPI_Testany", array_of_requests, count, |retry| any("MPI_Testany", count, array_of_requests, index, Some(flag), status, retry))
 }}
 
+#[allow(clippy::too_many_arguments)] // the C arguments, the mode and the retry flag
 fn some(
     name: &str,
     count: c_int,
@@ -388,58 +388,57 @@ fn some(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
     block: bool,
+    retry: &Cell<bool>,
 ) -> c_int {
-    grequest::around(name, reqs, count, |retry| {
-        call(name, None, |e| {
-            // SAFETY: the caller's array of `count` handles.
-            let hs = unsafe { handles(reqs, count)? };
-            if outcount.is_null() || (count > 0 && indices.is_null()) {
-                return Err(MpiError::new(
-                    c::MPI_ERR_ARG,
-                    "outcount or array_of_indices is NULL",
-                ));
-            }
-            let snapshot: Vec<MPI_Request> = hs.to_vec();
-            if !snapshot.iter().any(|&h| is_active(e, h)) {
-                // SAFETY: checked non-null.
-                unsafe { *outcount = c::MPI_UNDEFINED };
+    call(name, None, |e| {
+        // SAFETY: the caller's array of `count` handles.
+        let hs = unsafe { handles(reqs, count)? };
+        if outcount.is_null() || (count > 0 && indices.is_null()) {
+            return Err(MpiError::new(
+                c::MPI_ERR_ARG,
+                "outcount or array_of_indices is NULL",
+            ));
+        }
+        let snapshot: Vec<MPI_Request> = hs.to_vec();
+        if !snapshot.iter().any(|&h| is_active(e, h)) {
+            // SAFETY: checked non-null.
+            unsafe { *outcount = c::MPI_UNDEFINED };
+            return Ok(());
+        }
+        if block {
+            let any = |e: &Engine| snapshot.iter().any(|&h| is_active(e, h) && is_ready(e, h));
+            e.wait_until(|e| any(e) || grequest::due(&snapshot))?;
+            if !any(e) {
+                retry.set(true);
                 return Ok(());
             }
-            if block {
-                let any = |e: &Engine| snapshot.iter().any(|&h| is_active(e, h) && is_ready(e, h));
-                e.wait_until(|e| any(e) || grequest::due(&snapshot))?;
-                if !any(e) {
-                    retry.set(true);
-                    return Ok(());
-                }
-            } else {
-                e.progress(false)?;
-            }
-            let mut done = Vec::new();
-            // SAFETY: the caller's statuses array (or IGNORE).
-            let err = unsafe { complete_ready(e, hs, statuses, Some(&mut done))? };
-            // SAFETY: checked non-null; `indices` holds `count` ints.
-            unsafe {
-                *outcount = done.len() as c_int;
-                std::ptr::copy_nonoverlapping(done.as_ptr(), indices, done.len());
-            }
-            if err {
-                return Err(MpiError::new(
-                    c::MPI_ERR_IN_STATUS,
-                    "a request completed with an error (see the statuses)",
-                ));
-            }
-            Ok(())
-        })
+        } else {
+            e.progress(false)?;
+        }
+        let mut done = Vec::new();
+        // SAFETY: the caller's statuses array (or IGNORE).
+        let err = unsafe { complete_ready(e, hs, statuses, Some(&mut done))? };
+        // SAFETY: checked non-null; `indices` holds `count` ints.
+        unsafe {
+            *outcount = done.len() as c_int;
+            std::ptr::copy_nonoverlapping(done.as_ptr(), indices, done.len());
+        }
+        if err {
+            return Err(MpiError::new(
+                c::MPI_ERR_IN_STATUS,
+                "a request completed with an error (see the statuses)",
+            ));
+        }
+        Ok(())
     })
 }
 
 mpi_fn! { MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true)
+    grequest::around("MPI_Waitsome", array_of_requests, incount, |retry| some("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true, retry))
 }}
 
 mpi_fn! { MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false)
+    grequest::around("MPI_Testsome", array_of_requests, incount, |retry| some("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false, retry))
 }}
 
 mpi_fn! { MPI_Request_free / PMPI_Request_free (request: *mut MPI_Request) -> c_int {

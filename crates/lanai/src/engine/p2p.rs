@@ -21,6 +21,10 @@ const MIN_DATA_PER_RUN: usize = 256;
 /// since the kernel pins pages per remote piece (measured: 1 KiB pieces
 /// read in place are slower than packing, 4 KiB ones faster).
 const MIN_MEAN_PIECE: usize = 2048;
+/// Smallest mean piece of a receive layout worth a local iovec each
+/// (local pieces cost no page pinning, so far smaller than remote ones;
+/// below this, as with single bytes, the iovec bookkeeping dominates).
+const MIN_LOCAL_PIECE: usize = 64;
 /// Bytes per chunk when a fine receive layout is filled through a bounce
 /// buffer: large enough to amortise the system call, small enough to stay
 /// in cache.
@@ -305,7 +309,7 @@ impl Engine {
             let pid = self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local));
             // Pieces too small for an iovec each come through a bounce
             // buffer and are unpacked from there.
-            let read = if buf.mean_piece() < MIN_MEAN_PIECE {
+            let read = if buf.mean_piece() < MIN_LOCAL_PIECE {
                 cma::read_through(pid, &runs, &buf, n, &mut vec![0; BOUNCE.min(n)])
             } else {
                 cma::read_into(pid, &runs, &buf, n)

@@ -172,31 +172,40 @@ fn implemented_names(text: &str) -> Vec<String> {
 }
 
 /// Names defined through a local macro that forwards to `mpi_fn!`, written
-/// `some_macro!(MPI_Name, PMPI_Name, ...)`.
+/// `some_macro!(MPI_Name, PMPI_Name, ...)`; a macro that defines several
+/// functions lists their pairs one after another.
 fn helper_macro_names(text: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut rest = text;
     while let Some(pos) = rest.find("!(") {
         rest = &rest[pos + 2..];
-        // rustfmt may break the line after `(` or after the comma.
-        let body = rest.trim_start();
-        if !body.starts_with("MPI_") {
-            continue;
-        }
-        let end = body
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(body.len());
-        let (name, after) = body.split_at(end);
-        let expected = format!("P{name}");
-        let next = after.trim_start().strip_prefix(',').map(str::trim_start);
-        if next.is_some_and(|n| {
-            n.starts_with(&expected)
-                && !n[expected.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        }) {
+        let mut args = rest;
+        while let Some((name, after)) = name_pair(args) {
             names.push(name.to_string());
+            match after.trim_start().strip_prefix(',') {
+                Some(more) => args = more,
+                None => break,
+            }
         }
     }
     names
+}
+
+/// `MPI_Name, PMPI_Name` at the start of `s` (rustfmt may break lines
+/// anywhere between them): the name and the text after the pair.
+fn name_pair(s: &str) -> Option<(&str, &str)> {
+    let ident_end = |t: &str| {
+        t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(t.len())
+    };
+    let body = s.trim_start();
+    if !body.starts_with("MPI_") {
+        return None;
+    }
+    let (name, after) = body.split_at(ident_end(body));
+    let next = after.trim_start().strip_prefix(',')?.trim_start();
+    let (pname, after) = next.split_at(ident_end(next));
+    (pname.strip_prefix('P') == Some(name)).then_some((name, after))
 }
 
 fn is_ident(s: &str) -> bool {

@@ -30,8 +30,10 @@ use super::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_O
 use super::ints::Ints;
 use super::requests::handle_of;
 use super::topo::neighbor::{
-    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgatherv, PMPI_Ineighbor_alltoall,
-    PMPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallw,
+    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgatherv,
+    PMPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall_c,
+    PMPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallw,
+    PMPI_Ineighbor_alltoallw_c,
 };
 use super::{call, comm_idx, types};
 use crate::engine::error::{MpiError, MpiResult};
@@ -745,43 +747,119 @@ exscan_init_entry!(
     PMPI_Iexscan_c
 );
 
-mpi_fn! { MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Neighbor_allgather_init", comm, info, request, |k| {
-        k.topology()?;
-        k.buf(sendcount, sendtype)?;
-        k.buf(recvcount, recvtype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
-}}
+macro_rules! neighbor_allgather_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.topology()?;
+                k.buf(sendcount, sendtype)?;
+                k.buf(recvcount, recvtype)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Neighbor_allgatherv_init", comm, info, request, |k| {
-        k.topology()?;
-        k.buf(sendcount, sendtype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
-}}
+neighbor_allgather_init_entry!(
+    MPI_Neighbor_allgather_init,
+    PMPI_Neighbor_allgather_init,
+    c_int,
+    PMPI_Ineighbor_allgather
+);
+neighbor_allgather_init_entry!(
+    MPI_Neighbor_allgather_init_c,
+    PMPI_Neighbor_allgather_init_c,
+    MPI_Count,
+    PMPI_Ineighbor_allgather_c
+);
+neighbor_allgather_init_entry!(
+    MPI_Neighbor_alltoall_init,
+    PMPI_Neighbor_alltoall_init,
+    c_int,
+    PMPI_Ineighbor_alltoall
+);
+neighbor_allgather_init_entry!(
+    MPI_Neighbor_alltoall_init_c,
+    PMPI_Neighbor_alltoall_init_c,
+    MPI_Count,
+    PMPI_Ineighbor_alltoall_c
+);
 
-mpi_fn! { MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Neighbor_alltoall_init", comm, info, request, |k| {
-        k.topology()?;
-        k.buf(sendcount, sendtype)?;
-        k.buf(recvcount, recvtype)
-    },
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r) })
-}}
+macro_rules! neighbor_allgatherv_init_entry {
+    ($name:ident, $pname:ident, $count:ty, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| {
+                k.topology()?;
+                k.buf(sendcount, sendtype)
+            },
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r) })
+        }}
+    };
+}
 
-mpi_fn! { MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Neighbor_alltoallv_init", comm, info, request, |k| k.topology(),
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
-}}
+neighbor_allgatherv_init_entry!(
+    MPI_Neighbor_allgatherv_init,
+    PMPI_Neighbor_allgatherv_init,
+    c_int,
+    *const c_int,
+    *const c_int,
+    PMPI_Ineighbor_allgatherv
+);
+neighbor_allgatherv_init_entry!(
+    MPI_Neighbor_allgatherv_init_c,
+    PMPI_Neighbor_allgatherv_init_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ineighbor_allgatherv_c
+);
 
-mpi_fn! { MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    init("MPI_Neighbor_alltoallw_init", comm, info, request, |k| k.topology(),
-        // SAFETY: see above.
-        move |r| unsafe { PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
-}}
+macro_rules! neighbor_alltoallv_init_entry {
+    ($name:ident, $pname:ident, $carr:ty, $darr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| k.topology(),
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r) })
+        }}
+    };
+}
+
+neighbor_alltoallv_init_entry!(
+    MPI_Neighbor_alltoallv_init,
+    PMPI_Neighbor_alltoallv_init,
+    *const c_int,
+    *const c_int,
+    PMPI_Ineighbor_alltoallv
+);
+neighbor_alltoallv_init_entry!(
+    MPI_Neighbor_alltoallv_init_c,
+    PMPI_Neighbor_alltoallv_init_c,
+    *const MPI_Count,
+    *const MPI_Aint,
+    PMPI_Ineighbor_alltoallv_c
+);
+
+macro_rules! neighbor_alltoallw_init_entry {
+    ($name:ident, $pname:ident, $carr:ty, $start:ident) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            init(stringify!($name), comm, info, request, |k| k.topology(),
+                // SAFETY: see above.
+                move |r| unsafe { $start(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r) })
+        }}
+    };
+}
+
+neighbor_alltoallw_init_entry!(
+    MPI_Neighbor_alltoallw_init,
+    PMPI_Neighbor_alltoallw_init,
+    *const c_int,
+    PMPI_Ineighbor_alltoallw
+);
+neighbor_alltoallw_init_entry!(
+    MPI_Neighbor_alltoallw_init_c,
+    PMPI_Neighbor_alltoallw_init_c,
+    *const MPI_Count,
+    PMPI_Ineighbor_alltoallw_c
+);

@@ -2,13 +2,14 @@
 //! neighbours its communicator's topology names, as one collective
 //! instance (so they never match user messages), blocking or not.
 
-use super::ints;
+use crate::abi::coll::{array, displ_bytes};
 use crate::abi::consts as c;
-use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::{
     self,
     staging::{self, Pending, Staged},
 };
+use crate::abi::ints::Ints;
 use crate::abi::requests::handle_of;
 use crate::abi::userbuf::UserBuf;
 use crate::abi::{call, comm_idx, types};
@@ -23,7 +24,7 @@ use std::os::raw::c_int;
 type Block = (usize, usize);
 
 /// One block as the caller gives it: byte offset, count and datatype.
-type Typed = (i64, c_int, MPI_Datatype);
+type Typed = (i64, i64, MPI_Datatype);
 
 /// Bytes from one instance of `dt` to the next: the size for types the
 /// byte paths use directly, else the extent.
@@ -35,16 +36,18 @@ fn unit(dt: MPI_Datatype) -> MpiResult<i64> {
     }
 }
 
+fn too_large() -> MpiError {
+    MpiError::new(c::MPI_ERR_COUNT, "blocks too large")
+}
+
 /// `n` blocks of `count` instances of `dt`, one after the other.
-fn uniform_typed(n: usize, count: c_int, dt: MPI_Datatype) -> MpiResult<Vec<Typed>> {
-    let step = unit(dt)?
-        .checked_mul(i64::from(count))
-        .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))?;
+fn uniform_typed(n: usize, count: i64, dt: MPI_Datatype) -> MpiResult<Vec<Typed>> {
+    let step = unit(dt)?.checked_mul(count).ok_or_else(too_large)?;
     (0..n as i64)
         .map(|j| {
             j.checked_mul(step)
                 .map(|at| (at, count, dt))
-                .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, "blocks too large"))
+                .ok_or_else(too_large)
         })
         .collect()
 }
@@ -69,31 +72,21 @@ unsafe fn stage(
         .map(|&(at, k, t)| {
             // The type of an empty block is not significant.
             let len = if k == 0 { 0 } else { bytes(k, t)? };
-            Ok((displ(at, 1)?, len))
+            Ok((displ_bytes(at, 1)?, len))
         })
         .collect::<MpiResult<_>>()?;
     Ok((p, blocks, None))
 }
 
-fn bytes(count: c_int, dt: MPI_Datatype) -> MpiResult<usize> {
+fn bytes(count: i64, dt: MPI_Datatype) -> MpiResult<usize> {
     if count < 0 {
-        return Err(MpiError::count(i64::from(count)));
+        return Err(MpiError::count(count));
     }
-    (count as usize)
-        .checked_mul(types::type_size(dt)?)
+    let size = types::type_size(dt)?;
+    usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(size))
         .ok_or_else(|| MpiError::new(c::MPI_ERR_COUNT, format!("count {count} is too large")))
-}
-
-fn displ(d: i64, unit: usize) -> MpiResult<usize> {
-    if d < 0 {
-        return Err(MpiError::new(
-            c::MPI_ERR_ARG,
-            format!("negative displacement {d} is not supported"),
-        ));
-    }
-    (d as usize)
-        .checked_mul(unit)
-        .ok_or_else(|| MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large")))
 }
 
 fn extent(blocks: &[Block]) -> MpiResult<usize> {
@@ -124,38 +117,6 @@ unsafe fn span(p: *const c_void, blocks: &[Block], what: &str) -> MpiResult<User
     }
     // SAFETY: forwarded from this function's contract.
     Ok(unsafe { UserBuf::new(p as *mut u8, len) })
-}
-
-/// The C array of `n` `MPI_Aint` displacements.
-///
-/// # Safety
-/// `p` is null or points to at least `n` values.
-unsafe fn aints<'a>(p: *const MPI_Aint, n: usize, what: &str) -> MpiResult<&'a [MPI_Aint]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: `n` readable values per the contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
-/// # Safety
-/// `p` is null or points to at least `n` handles.
-unsafe fn dtypes<'a>(
-    p: *const MPI_Datatype,
-    n: usize,
-    what: &str,
-) -> MpiResult<&'a [MPI_Datatype]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(MpiError::new(c::MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: `n` readable handles per the contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Starts the exchange: `sblocks[j]` of `sendbuf` goes to destination `j`,
@@ -228,25 +189,21 @@ fn degrees(e: &Engine, comm: usize) -> MpiResult<(usize, usize)> {
 /// Blocks from counts and displacements in elements of `dt`.
 ///
 /// # Safety
-/// `counts` and `displs` point to `n` ints.
+/// `counts` and `displs` point to `n` values.
 unsafe fn v_blocks(
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: Ints,
+    displs: Ints,
     n: usize,
     dt: MPI_Datatype,
 ) -> MpiResult<Vec<Typed>> {
+    let n = u32::try_from(n).map_err(|_| too_large())?;
     // SAFETY: forwarded from this function's contract.
-    let (cs, ds) = unsafe {
-        (
-            ints(counts, n as c_int, "counts")?,
-            ints(displs, n as c_int, "displacements")?,
-        )
-    };
+    let (cs, ds) = unsafe { (counts.read(n, "counts")?, displs.read(n, "displacements")?) };
     let unit = unit(dt)?;
-    cs.iter()
+    cs.into_iter()
         .zip(ds)
-        .map(|(&k, &d)| {
-            let at = i64::from(d).checked_mul(unit).ok_or_else(|| {
+        .map(|(k, d)| {
+            let at = d.checked_mul(unit).ok_or_else(|| {
                 MpiError::new(c::MPI_ERR_ARG, format!("displacement {d} is too large"))
             })?;
             Ok((at, k, dt))
@@ -259,24 +216,25 @@ unsafe fn v_blocks(
 /// # Safety
 /// The arrays hold `n` entries.
 unsafe fn w_blocks(
-    counts: *const c_int,
-    displs: *const MPI_Aint,
+    counts: Ints,
+    displs: Ints,
     dts: *const MPI_Datatype,
     n: usize,
 ) -> MpiResult<Vec<Typed>> {
+    let n = u32::try_from(n).map_err(|_| too_large())?;
     // SAFETY: forwarded from this function's contract.
     let (cs, ds, ts) = unsafe {
         (
-            ints(counts, n as c_int, "counts")?,
-            aints(displs, n, "displacements")?,
-            dtypes(dts, n, "datatypes")?,
+            counts.read(n, "counts")?,
+            displs.read(n, "displacements")?,
+            array(dts, n, "datatypes")?,
         )
     };
     Ok(cs
-        .iter()
+        .into_iter()
         .zip(ds)
         .zip(ts)
-        .map(|((&k, &d), &t)| (d as i64, k, t))
+        .map(|((k, d), &t)| (d, k, t))
         .collect())
 }
 
@@ -324,10 +282,10 @@ unsafe fn allgather(
     e: &mut Engine,
     ci: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: i64,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: i64,
     recvtype: MPI_Datatype,
 ) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
@@ -344,16 +302,16 @@ unsafe fn allgatherv(
     e: &mut Engine,
     ci: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: i64,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
 ) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
     let sblocks = vec![(0, sendcount, sendtype); outdeg];
-    // SAFETY: the caller's arrays of indegree ints.
+    // SAFETY: the caller's arrays of indegree values.
     let rblocks = unsafe { v_blocks(recvcounts, displs, indeg, recvtype)? };
     // SAFETY: forwarded from this function's contract.
     unsafe { start(e, ci, sendbuf, &sblocks, recvbuf, &rblocks) }
@@ -366,10 +324,10 @@ unsafe fn alltoall(
     e: &mut Engine,
     ci: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: i64,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: i64,
     recvtype: MPI_Datatype,
 ) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
@@ -386,16 +344,16 @@ unsafe fn alltoallv(
     e: &mut Engine,
     ci: usize,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
 ) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
-    // SAFETY: the caller's arrays of outdegree / indegree ints.
+    // SAFETY: the caller's arrays of outdegree / indegree values.
     let (sblocks, rblocks) = unsafe {
         (
             v_blocks(sendcounts, sdispls, outdeg, sendtype)?,
@@ -413,12 +371,12 @@ unsafe fn alltoallw(
     e: &mut Engine,
     ci: usize,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtypes: *const MPI_Datatype,
 ) -> MpiResult<(usize, Vec<Staged>)> {
     let (indeg, outdeg) = degrees(e, ci)?;
@@ -434,53 +392,152 @@ unsafe fn alltoallw(
 }
 
 // ---- entry points -------------------------------------------------------------
+//
+// Each macro makes the blocking and the nonblocking form for one count
+// type; the `int` and `_c` instances share every line below them.
 
-mpi_fn! { MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { run("MPI_Neighbor_allgather", comm, None, |e, ci| allgather(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
-}}
+macro_rules! allgather_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { run(stringify!($name), comm, None, |e, ci| allgather(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype)) }
+        }}
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { run(stringify!($iname), comm, Some(request), |e, ci| allgather(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype)) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { run("MPI_Ineighbor_allgather", comm, Some(request), |e, ci| allgather(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
-}}
+allgather_entries!(
+    MPI_Neighbor_allgather,
+    PMPI_Neighbor_allgather,
+    MPI_Ineighbor_allgather,
+    PMPI_Ineighbor_allgather,
+    c_int
+);
+allgather_entries!(
+    MPI_Neighbor_allgather_c,
+    PMPI_Neighbor_allgather_c,
+    MPI_Ineighbor_allgather_c,
+    PMPI_Ineighbor_allgather_c,
+    MPI_Count
+);
 
-mpi_fn! { MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers and arrays, valid for the call.
-    unsafe { run("MPI_Neighbor_allgatherv", comm, None, |e, ci| allgatherv(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)) }
-}}
+macro_rules! allgatherv_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $count:ty, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers and arrays, valid for the call.
+            unsafe { run(stringify!($name), comm, None, |e, ci| allgatherv(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype)) }
+        }}
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, displs: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { run(stringify!($iname), comm, Some(request), |e, ci| allgatherv(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype)) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { run("MPI_Ineighbor_allgatherv", comm, Some(request), |e, ci| allgatherv(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)) }
-}}
+allgatherv_entries!(
+    MPI_Neighbor_allgatherv,
+    PMPI_Neighbor_allgatherv,
+    MPI_Ineighbor_allgatherv,
+    PMPI_Ineighbor_allgatherv,
+    c_int,
+    *const c_int,
+    *const c_int
+);
+allgatherv_entries!(
+    MPI_Neighbor_allgatherv_c,
+    PMPI_Neighbor_allgatherv_c,
+    MPI_Ineighbor_allgatherv_c,
+    PMPI_Ineighbor_allgatherv_c,
+    MPI_Count,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
-mpi_fn! { MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers, valid for the call.
-    unsafe { run("MPI_Neighbor_alltoall", comm, None, |e, ci| alltoall(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
-}}
+macro_rules! alltoall_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $count:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers, valid for the call.
+            unsafe { run(stringify!($name), comm, None, |e, ci| alltoall(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype)) }
+        }}
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, sendcount: $count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: $count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { run(stringify!($iname), comm, Some(request), |e, ci| alltoall(e, ci, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype)) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { run("MPI_Ineighbor_alltoall", comm, Some(request), |e, ci| alltoall(e, ci, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)) }
-}}
+alltoall_entries!(
+    MPI_Neighbor_alltoall,
+    PMPI_Neighbor_alltoall,
+    MPI_Ineighbor_alltoall,
+    PMPI_Ineighbor_alltoall,
+    c_int
+);
+alltoall_entries!(
+    MPI_Neighbor_alltoall_c,
+    PMPI_Neighbor_alltoall_c,
+    MPI_Ineighbor_alltoall_c,
+    PMPI_Ineighbor_alltoall_c,
+    MPI_Count
+);
 
-mpi_fn! { MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers and arrays, valid for the call.
-    unsafe { run("MPI_Neighbor_alltoallv", comm, None, |e, ci| alltoallv(e, ci, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)) }
-}}
+macro_rules! alltoallv_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $carr:ty, $darr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers and arrays, valid for the call.
+            unsafe { run(stringify!($name), comm, None, |e, ci| alltoallv(e, ci, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype)) }
+        }}
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, sendcounts: $carr, sdispls: $darr, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: $darr, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { run(stringify!($iname), comm, Some(request), |e, ci| alltoallv(e, ci, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype)) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { run("MPI_Ineighbor_alltoallv", comm, Some(request), |e, ci| alltoallv(e, ci, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)) }
-}}
+alltoallv_entries!(
+    MPI_Neighbor_alltoallv,
+    PMPI_Neighbor_alltoallv,
+    MPI_Ineighbor_alltoallv,
+    PMPI_Ineighbor_alltoallv,
+    *const c_int,
+    *const c_int
+);
+alltoallv_entries!(
+    MPI_Neighbor_alltoallv_c,
+    PMPI_Neighbor_alltoallv_c,
+    MPI_Ineighbor_alltoallv_c,
+    PMPI_Ineighbor_alltoallv_c,
+    *const MPI_Count,
+    *const MPI_Aint
+);
 
-mpi_fn! { MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller's buffers and arrays, valid for the call.
-    unsafe { run("MPI_Neighbor_alltoallw", comm, None, |e, ci| alltoallw(e, ci, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)) }
-}}
+macro_rules! alltoallw_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $carr:ty) => {
+        mpi_fn! { $name / $pname (sendbuf: *const c_void, sendcounts: $carr, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers and arrays, valid for the call.
+            unsafe { run(stringify!($name), comm, None, |e, ci| alltoallw(e, ci, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes)) }
+        }}
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, sendcounts: $carr, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: $carr, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: MPI keeps the buffers valid until the request completes.
+            unsafe { run(stringify!($iname), comm, Some(request), |e, ci| alltoallw(e, ci, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes)) }
+        }}
+    };
+}
 
-mpi_fn! { MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: MPI keeps the buffers valid until the request completes.
-    unsafe { run("MPI_Ineighbor_alltoallw", comm, Some(request), |e, ci| alltoallw(e, ci, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)) }
-}}
+alltoallw_entries!(
+    MPI_Neighbor_alltoallw,
+    PMPI_Neighbor_alltoallw,
+    MPI_Ineighbor_alltoallw,
+    PMPI_Ineighbor_alltoallw,
+    *const c_int
+);
+alltoallw_entries!(
+    MPI_Neighbor_alltoallw_c,
+    PMPI_Neighbor_alltoallw_c,
+    MPI_Ineighbor_alltoallw_c,
+    PMPI_Ineighbor_alltoallw_c,
+    *const MPI_Count
+);

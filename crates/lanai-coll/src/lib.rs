@@ -24,6 +24,7 @@ pub mod error;
 pub mod gather;
 pub mod layout;
 pub mod machine;
+pub mod mailbox;
 pub mod ops;
 pub mod reduce;
 pub mod reduce_scatter;

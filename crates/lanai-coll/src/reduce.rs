@@ -248,6 +248,21 @@ pub fn fold_tree(
     op: &dyn Combine,
     shape: ReduceTree,
 ) -> Result<Vec<u8>, crate::OpError> {
+    if parts.is_empty() {
+        return Ok(Vec::new());
+    }
+    if shape == ReduceTree::Binomial && parts.iter().all(|p| p.len() == parts[0].len()) {
+        return fold_binomial(parts, op);
+    }
+    fold_walk(parts, op, shape)
+}
+
+/// [`fold_tree`] by walking the tree.
+fn fold_walk(
+    parts: &[&[u8]],
+    op: &dyn Combine,
+    shape: ReduceTree,
+) -> Result<Vec<u8>, crate::OpError> {
     let size = parts.len() as u32;
     let subtree = |v: u32| -> Result<Vec<u8>, crate::OpError> {
         // Iterative post-order, so a chain of thousands does not recurse.
@@ -277,8 +292,74 @@ pub fn fold_tree(
             }
         }
     };
-    if parts.is_empty() {
-        return Ok(Vec::new());
-    }
     subtree(0)
+}
+
+/// [`fold_tree`] over the binomial tree, level by level in one buffer: at
+/// level `k` every `v` that is a multiple of `2^(k+1)` absorbs the subtree
+/// of `v + 2^k`, which is the order the tree walk combines children in
+/// (ascending `k`), without its per-node allocations. Small reductions on
+/// the shared-memory paths fold here on every call.
+fn fold_binomial(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
+    let len = parts[0].len();
+    let mut all = parts.concat();
+    let n = parts.len();
+    let mut d = 1;
+    while d < n {
+        for v in (0..n).step_by(2 * d) {
+            let c = v + d;
+            if c >= n {
+                break;
+            }
+            let (lo, hi) = all.split_at_mut(c * len);
+            let (acc, child) = (&mut lo[v * len..v * len + len], &mut hi[..len]);
+            op.combine(acc, child)?;
+            acc.copy_from_slice(child);
+        }
+        d *= 2;
+    }
+    all.truncate(len);
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OpError;
+
+    /// `higher = 31 * lower + higher` on u64 words: neither commutative nor
+    /// associative, so any change of grouping or order changes the result.
+    struct Skewed;
+
+    impl Combine for Skewed {
+        fn combine(&self, lower: &[u8], higher: &mut [u8]) -> Result<(), OpError> {
+            for (l, h) in lower.chunks_exact(8).zip(higher.chunks_exact_mut(8)) {
+                let a = u64::from_le_bytes(l.try_into().expect("8 bytes"));
+                let b = u64::from_le_bytes((&*h).try_into().expect("8 bytes"));
+                h.copy_from_slice(&a.wrapping_mul(31).wrapping_add(b).to_le_bytes());
+            }
+            Ok(())
+        }
+        fn commutative(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_level_by_level_binomial_fold_groups_as_the_tree_walk() {
+        for n in 1..70u64 {
+            let parts: Vec<Vec<u8>> = (0..n)
+                .map(|r| {
+                    [r * 7 + 1, r * r + 3]
+                        .iter()
+                        .flat_map(|w| w.to_le_bytes())
+                        .collect()
+                })
+                .collect();
+            let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+            let fast = fold_binomial(&refs, &Skewed).unwrap();
+            let walk = fold_walk(&refs, &Skewed, ReduceTree::Binomial).unwrap();
+            assert_eq!(fast, walk, "{n} parts");
+        }
+    }
 }

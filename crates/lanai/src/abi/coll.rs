@@ -356,6 +356,7 @@ unsafe fn reduce(
     (op, op_dt): (MPI_Op, MPI_Datatype),
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
     let root = check_root(e, ci, root)?;
@@ -380,7 +381,7 @@ unsafe fn reduce(
         // SAFETY: the send buffer, per the contract.
         (false, _) => unsafe { send_data(sendbuf, count, datatype)? },
     };
-    e.ireduce(ci, data, out, root, comb)
+    e.start_reduce(ci, data, out, root, comb, blocking)
 }
 
 /// A reduction's buffer argument: with a predefined operation a derived
@@ -423,6 +424,7 @@ unsafe fn reduce_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -453,6 +455,7 @@ unsafe fn reduce_staged(
                     (op, lead.op_dt()),
                     root,
                     comm,
+                    blocking,
                 )
             }
         },

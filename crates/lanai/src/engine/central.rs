@@ -89,6 +89,25 @@ pub struct Setup {
     me: usize,
     role: Role,
     tree: Option<Tree>,
+    /// Stamp of the last mailbox reduce started (`central_reduce.rs`).
+    pub(super) mail: u32,
+}
+
+impl Setup {
+    /// The channel, when every member shares this rank's node and device.
+    pub(super) fn node_channel(&self) -> Option<usize> {
+        self.chan.filter(|_| self.role == Role::Peer)
+    }
+
+    /// Device inputs of the members, in communicator-rank order.
+    pub(super) fn members(&self) -> &[usize] {
+        &self.members
+    }
+
+    /// This rank's device input.
+    pub(super) fn me(&self) -> usize {
+        self.me
+    }
 }
 
 /// One central barrier in flight.
@@ -280,6 +299,7 @@ impl Engine {
             me: if chan.is_some() { me } else { 0 },
             role,
             tree,
+            mail: 0,
         }))
     }
 
@@ -303,8 +323,8 @@ impl Engine {
     /// `MPI_Allreduce` of at most `DATA_MAX` bytes on a communicator whose
     /// members share one node and its device. When it does not qualify the
     /// operator comes back, and the caller runs the message-passing
-    /// algorithms, which give the same bits. `may_agree`: a blocking call may run the channel
-    /// agreement first; a nonblocking one must not wait for other ranks.
+    /// algorithms, which give the same bits. `may_agree` as for
+    /// [`Engine::device_ready`].
     pub(super) fn central_allreduce(
         &mut self,
         comm: usize,
@@ -313,27 +333,8 @@ impl Engine {
         op: super::coll::Combiner,
         may_agree: bool,
     ) -> MpiResult<Result<usize, super::coll::Combiner>> {
-        let size = self.comms.get(comm)?.size;
-        if data.is_empty() || data.len() > DATA_MAX || !self.central_wanted(size) {
+        if !self.device_ready(comm, data.len(), DATA_MAX, may_agree)? {
             return Ok(Err(op));
-        }
-        if may_agree && matches!(self.comms.get(comm)?.central, Central::Untried) {
-            let req = self.central_negotiate(comm)?;
-            self.finish_coll(req)?;
-        }
-        if matches!(self.comms.get(comm)?.central, Central::Negotiating { .. }) {
-            if !may_agree {
-                return Ok(Err(op));
-            }
-            self.central_resolve(comm)?;
-        }
-        match &self.comms.get(comm)?.central {
-            Central::Active(Setup {
-                chan: Some(_),
-                role: Role::Peer,
-                ..
-            }) => {}
-            _ => return Ok(Err(op)),
         }
         let reduce = SmallReduce {
             len: data.len(),
@@ -341,6 +342,38 @@ impl Engine {
             out,
         };
         self.central_start_with(comm, Some((data, reduce))).map(Ok)
+    }
+
+    /// Whether a reduction of `len` bytes, at most `max`, on `comm` may use
+    /// the device: every member on this node, and the channel agreed. Every
+    /// member answers alike, since the agreement's state only moves in
+    /// collective calls. `may_agree`: a blocking call may run the agreement
+    /// first; a nonblocking one must not wait for other ranks.
+    pub(super) fn device_ready(
+        &mut self,
+        comm: usize,
+        len: usize,
+        max: usize,
+        may_agree: bool,
+    ) -> MpiResult<bool> {
+        let size = self.comms.get(comm)?.size;
+        if len == 0 || len > max || !self.central_wanted(size) {
+            return Ok(false);
+        }
+        if may_agree && matches!(self.comms.get(comm)?.central, Central::Untried) {
+            let req = self.central_negotiate(comm)?;
+            self.finish_coll(req)?;
+        }
+        if matches!(self.comms.get(comm)?.central, Central::Negotiating { .. }) {
+            if !may_agree {
+                return Ok(false);
+            }
+            self.central_resolve(comm)?;
+        }
+        Ok(matches!(
+            &self.comms.get(comm)?.central,
+            Central::Active(s) if s.node_channel().is_some()
+        ))
     }
 
     fn central_start(&mut self, comm: usize) -> MpiResult<usize> {

@@ -136,6 +136,8 @@ pub struct Colls {
     active: Vec<Instance>,
     /// Barriers running on the central device.
     pub central: Vec<super::central::CentralOp>,
+    /// Reduces running through the device's mailboxes.
+    pub mail: Vec<super::central_reduce::MailOp>,
     early: HashMap<(u32, u32), Vec<EarlyMsg>>,
     dirty: bool,
 }
@@ -168,6 +170,7 @@ impl Colls {
     /// Device barriers in flight on communicator `comm`.
     pub fn central_on(&self, comm: usize) -> usize {
         self.central.iter().filter(|o| o.comm() == comm).count()
+            + self.mail.iter().filter(|o| o.comm() == comm).count()
     }
 }
 
@@ -211,6 +214,9 @@ pub struct Algorithms {
     pub bcast: BcastAlgo,
     pub allreduce: AllreduceAlgo,
     pub reduce: ReduceTree,
+    /// `LANAI_REDUCE=auto`: small reduces on one node use the device's
+    /// mailboxes.
+    pub reduce_mailbox: bool,
 }
 
 impl Algorithms {
@@ -240,7 +246,8 @@ impl Algorithms {
         let bcast = knobs::get(&knobs::BCAST)
             .parse()
             .map_err(|e| MpiError::other(format!("LANAI_BCAST: {e}")))?;
-        let reduce = match knobs::get(&knobs::REDUCE).as_str() {
+        let reduce_knob = knobs::get(&knobs::REDUCE);
+        let reduce = match reduce_knob.as_str() {
             "auto" | "binomial" => ReduceTree::Binomial,
             "kary" => {
                 let k = knobs::get_usize(&knobs::REDUCE_FANOUT).map_err(MpiError::other)?;
@@ -266,6 +273,7 @@ impl Algorithms {
             bcast,
             allreduce,
             reduce,
+            reduce_mailbox: reduce_knob == "auto",
         })
     }
 
@@ -487,17 +495,21 @@ impl Engine {
         root: u32,
         op: Combiner,
     ) -> MpiResult<()> {
-        let req = self.ireduce(comm, data, out, root, op)?;
+        let req = self.start_reduce(comm, data, out, root, op, true)?;
         self.finish_coll(req)
     }
 
-    pub fn ireduce(
+    /// Small reduces on one node go through the device's mailboxes
+    /// (`LANAI_REDUCE=auto`); the rest through the machines. `blocking`:
+    /// `MPI_Reduce`, which may set up the device's channel on the way.
+    pub fn start_reduce(
         &mut self,
         comm: usize,
         data: Vec<u8>,
         out: Option<UserBuf>,
         root: u32,
         op: Combiner,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let offered = Offered::Reduce {
             data: &data,
@@ -510,6 +522,10 @@ impl Engine {
         if let Some(req) = self.try_offload(comm, offered, false)? {
             return Ok(req);
         }
+        let (data, op) = match self.central_reduce(comm, data, out, root, op, blocking)? {
+            Ok(req) => return Ok(req),
+            Err(back) => back,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;
         let m =

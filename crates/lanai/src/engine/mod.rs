@@ -5,6 +5,7 @@
 
 pub mod bootstrap;
 pub mod central;
+pub mod central_reduce;
 pub mod coll;
 pub mod comm;
 mod comm_idup;

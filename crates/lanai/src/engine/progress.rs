@@ -77,6 +77,9 @@ impl Engine {
         if !self.st.colls.central.is_empty() {
             did |= self.drive_central()?;
         }
+        if !self.st.colls.mail.is_empty() {
+            did |= self.drive_mail()?;
+        }
         if !self.st.idups.is_empty() {
             did |= self.drive_idups()?;
         }

@@ -7,13 +7,16 @@
 //! so arrivals never write a line another rank writes, and two data slots
 //! per local rank for small reductions (slot `gen % 2`: a rank writes slot
 //! `g + 2` only after every rank arrived at `g + 1`, hence finished reading
-//! `g`).
+//! `g`), then each local rank's reduce mailbox: its `taken` stamps, written
+//! by roots, and `mailbox::SLOTS` one-line slots (`filled` stamp, length,
+//! data), written by the owner.
 //!
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
 
 use super::Segment;
 use lanai_coll::central::{reached, Wires};
+use lanai_coll::mailbox::{MailWires, SLOTS};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -34,8 +37,16 @@ pub fn device_len(local_size: usize, channels: usize) -> usize {
     LINE + (channels * RECORD).div_ceil(LINE) * LINE + channels * channel_len(local_size)
 }
 
+/// The largest contribution a mailbox slot carries: one line, less the
+/// `filled` stamp and the length, so a reduce moves one line per member.
+pub const MAIL_MAX: usize = LINE - 8;
+/// Bytes of one rank's `taken` stamps.
+const TAKEN: usize = (SLOTS as usize * 4).div_ceil(LINE) * LINE;
+/// Bytes of one rank's mailbox: its `taken` stamps and its slots.
+const MAILBOX: usize = TAKEN + SLOTS as usize * LINE;
+
 fn channel_len(local_size: usize) -> usize {
-    (2 + local_size) * LINE + local_size * 2 * DATA_MAX
+    (2 + local_size) * LINE + local_size * 2 * DATA_MAX + local_size * MAILBOX
 }
 
 /// This rank's view of the node's device.
@@ -178,6 +189,33 @@ impl Channel<'_> {
                 }
             });
         self.output_word().store(top, Ordering::SeqCst);
+        // Stamps restart at 1 with each owner, so none may linger: an old
+        // one equal to a new one would pass stale data for fresh.
+        for i in 0..self.local_size {
+            for slot in 0..SLOTS as usize {
+                self.filled_word(i, slot).store(0, Ordering::Relaxed);
+                self.taken_word(i, slot).store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Byte offset of member `i`'s mailbox.
+    fn mailbox(&self, i: usize) -> usize {
+        let i = i.min(self.local_size - 1);
+        self.off + (2 + self.local_size) * LINE + self.local_size * 2 * DATA_MAX + i * MAILBOX
+    }
+
+    fn mail_slot(&self, i: usize, slot: usize) -> usize {
+        self.mailbox(i) + TAKEN + slot.min(SLOTS as usize - 1) * LINE
+    }
+
+    fn filled_word(&self, i: usize, slot: usize) -> &AtomicU32 {
+        self.seg.atomic_u32(self.mail_slot(i, slot))
+    }
+
+    fn taken_word(&self, i: usize, slot: usize) -> &AtomicU32 {
+        self.seg
+            .atomic_u32(self.mailbox(i) + slot.min(SLOTS as usize - 1) * 4)
     }
 
     fn output_word(&self) -> &AtomicU32 {
@@ -285,6 +323,48 @@ impl Wires for Channel<'_> {
             }
         }
         false
+    }
+}
+
+impl MailWires for Channel<'_> {
+    fn filled(&self, i: usize, slot: usize) -> u32 {
+        self.filled_word(i, slot).load(Ordering::Acquire)
+    }
+
+    fn taken(&self, i: usize, slot: usize) -> u32 {
+        self.taken_word(i, slot).load(Ordering::Acquire)
+    }
+
+    fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+        let at = self.mail_slot(i, slot);
+        assert!(data.len() <= MAIL_MAX && at + 8 + data.len() <= self.seg.len());
+        self.seg
+            .atomic_u32(at + 4)
+            .store(data.len() as u32, Ordering::Relaxed);
+        // SAFETY: the bytes lie inside the mapping (checked). Only member
+        // `i` writes its slots, and a root reads this one only after the
+        // release store below; the last root to read it has said so
+        // (`taken` equals `filled`, checked by the caller's protocol).
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.seg.base().add(at + 8), data.len())
+        };
+        self.filled_word(i, slot).store(stamp, Ordering::Release);
+    }
+
+    fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
+        let at = self.mail_slot(i, slot);
+        let len = self.seg.atomic_u32(at + 4).load(Ordering::Relaxed) as usize;
+        let n = out.len().min(len).min(MAIL_MAX);
+        assert!(at + 8 + n <= self.seg.len());
+        // SAFETY: inside the mapping (checked); the owner wrote these bytes
+        // before the `filled` stamp the caller has acquired, and will not
+        // write them again before this rank's `take`.
+        unsafe { std::ptr::copy_nonoverlapping(self.seg.base().add(at + 8), out.as_mut_ptr(), n) };
+        len
+    }
+
+    fn take(&self, i: usize, slot: usize, stamp: u32) {
+        self.taken_word(i, slot).store(stamp, Ordering::Release);
     }
 }
 

@@ -1,0 +1,327 @@
+//! A reduce mailbox for ranks that share a node: every member except the
+//! root drops its contribution into a slot of its own and goes on; the root
+//! takes them out and folds. This is how a small `MPI_Reduce` lets its
+//! non-roots leave at once, as an eager send does, without a message.
+//!
+//! Each member owns [`SLOTS`] slots, used in turn: reduce number `s` (the
+//! communicator's count of mailbox reduces, from 1) goes to slot
+//! `s % SLOTS`. A slot carries two stamps: `filled`, written by its owner,
+//! and `taken`, written by whichever root read it. Equal stamps mean the
+//! slot is free, so a member runs at most `SLOTS` reduces ahead of the
+//! slowest root, whoever that is for each reduce. Stamps are compared for
+//! equality only, so they may wrap.
+//!
+//! As in [`crate::central`], every poll makes single accesses to the
+//! wires, so a model can interleave ranks freely.
+
+/// Slots per member: how far a non-root may run ahead of the roots. Deep
+/// enough that a root that loses its core for a moment does not stall the
+/// others at once, as a ring of eager messages would not.
+pub const SLOTS: u32 = 64;
+
+/// The mailbox's shared words and bytes. `filled` and `taken` loads
+/// acquire; `fill` and `take` publish with release stores.
+pub trait MailWires {
+    /// Stamp of the last contribution member `i` put in `slot`.
+    fn filled(&self, i: usize, slot: usize) -> u32;
+    /// Stamp of the last contribution a root took from member `i`'s `slot`.
+    fn taken(&self, i: usize, slot: usize) -> u32;
+    /// Writes `data` into member `i`'s `slot`, then publishes `stamp`.
+    fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]);
+    /// Copies member `i`'s `slot` out: its length as written, and as many
+    /// bytes as `out` holds.
+    fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize;
+    /// Publishes that the contribution `stamp` in member `i`'s `slot` is read.
+    fn take(&self, i: usize, slot: usize, stamp: u32);
+}
+
+/// The slot reduce `stamp` uses.
+pub fn slot_of(stamp: u32) -> usize {
+    (stamp % SLOTS) as usize
+}
+
+/// A contribution the root cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeMismatch {
+    /// Position of the member in the communicator.
+    pub member: usize,
+    pub got: usize,
+    pub want: usize,
+}
+
+impl std::fmt::Display for SizeMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rank {} contributed {} bytes to the reduce, the root expects {}",
+            self.member, self.got, self.want
+        )
+    }
+}
+
+/// A non-root's part of one reduce: post the contribution once its slot is free.
+#[derive(Debug, Clone)]
+pub struct Post {
+    me: usize,
+    stamp: u32,
+    root: usize,
+    data: Vec<u8>,
+}
+
+impl Post {
+    /// Member `me` (its input on the wires) contributes `data` to reduce
+    /// `stamp`, whose root is at position `root` of the communicator.
+    pub fn new(me: usize, stamp: u32, root: usize, data: Vec<u8>) -> Self {
+        Self {
+            me,
+            stamp,
+            root,
+            data,
+        }
+    }
+
+    /// The root's position in the communicator (whom to wake).
+    pub fn root(&self) -> usize {
+        self.root
+    }
+
+    /// True once the contribution is in its slot (the post is then over).
+    pub fn poll(&mut self, w: &impl MailWires) -> bool {
+        let slot = slot_of(self.stamp);
+        if w.taken(self.me, slot) != w.filled(self.me, slot) {
+            return false;
+        }
+        w.fill(self.me, slot, self.stamp, &self.data);
+        true
+    }
+}
+
+/// The root's part of one reduce: take every member's contribution.
+#[derive(Debug, Clone)]
+pub struct Collect {
+    stamp: u32,
+    /// Wire inputs of the members, in communicator-rank order.
+    members: Vec<usize>,
+    /// Contributions by position, `len` bytes each; the root's own is there
+    /// from the start.
+    all: Vec<u8>,
+    have: Vec<bool>,
+    len: usize,
+}
+
+impl Collect {
+    /// The root, at position `root` of `members`, collects reduce `stamp`
+    /// with its own contribution `mine`.
+    pub fn new(stamp: u32, members: Vec<usize>, root: usize, mine: &[u8]) -> Self {
+        let len = mine.len();
+        let mut all = vec![0u8; len * members.len()];
+        let mut have = vec![false; members.len()];
+        if root < members.len() {
+            all[root * len..(root + 1) * len].copy_from_slice(mine);
+            have[root] = true;
+        }
+        Self {
+            stamp,
+            members,
+            all,
+            have,
+            len,
+        }
+    }
+
+    /// Takes whatever has arrived; true when every contribution is in.
+    pub fn poll(&mut self, w: &impl MailWires) -> Result<bool, SizeMismatch> {
+        let slot = slot_of(self.stamp);
+        let len = self.len;
+        for (pos, (have, part)) in self
+            .have
+            .iter_mut()
+            .zip(self.all.chunks_exact_mut(len.max(1)))
+            .enumerate()
+        {
+            let i = self.members[pos];
+            if *have || w.filled(i, slot) != self.stamp {
+                continue;
+            }
+            let got = w.read(i, slot, part);
+            w.take(i, slot, self.stamp);
+            if got != len {
+                return Err(SizeMismatch {
+                    member: pos,
+                    got,
+                    want: len,
+                });
+            }
+            *have = true;
+        }
+        Ok(self.missing() == 0)
+    }
+
+    /// Contributions not taken yet.
+    pub fn missing(&self) -> usize {
+        self.have.iter().filter(|&&h| !h).count()
+    }
+
+    /// The contributions in communicator-rank order, once `poll` said so.
+    pub fn parts(&self) -> Vec<&[u8]> {
+        self.all.chunks_exact(self.len.max(1)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cell::RefCell;
+
+    /// Slots in plain memory.
+    struct Model {
+        slots: RefCell<Vec<(u32, u32, Vec<u8>)>>,
+    }
+
+    impl Model {
+        fn new(members: usize) -> Self {
+            Self {
+                slots: RefCell::new(vec![(0, 0, Vec::new()); members * SLOTS as usize]),
+            }
+        }
+        fn at(i: usize, slot: usize) -> usize {
+            i * SLOTS as usize + slot
+        }
+    }
+
+    impl MailWires for Model {
+        fn filled(&self, i: usize, slot: usize) -> u32 {
+            self.slots.borrow()[Self::at(i, slot)].0
+        }
+        fn taken(&self, i: usize, slot: usize) -> u32 {
+            self.slots.borrow()[Self::at(i, slot)].1
+        }
+        fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+            let s = &mut self.slots.borrow_mut()[Self::at(i, slot)];
+            s.2 = data.to_vec();
+            s.0 = stamp;
+        }
+        fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
+            let s = &self.slots.borrow()[Self::at(i, slot)];
+            let n = out.len().min(s.2.len());
+            out[..n].copy_from_slice(&s.2[..n]);
+            s.2.len()
+        }
+        fn take(&self, i: usize, slot: usize, stamp: u32) {
+            self.slots.borrow_mut()[Self::at(i, slot)].1 = stamp;
+        }
+    }
+
+    fn word(member: usize, stamp: u32) -> Vec<u8> {
+        (member as u64 * 1_000_000 + u64::from(stamp))
+            .to_le_bytes()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_non_root_runs_ahead_by_the_slots_and_no_further() {
+        let w = Model::new(2);
+        // Member 1 posts reduces 1..=SLOTS at once; the next must wait.
+        for s in 1..=SLOTS {
+            assert!(Post::new(1, s, 0, word(1, s)).poll(&w), "stamp {s}");
+        }
+        let mut late = Post::new(1, SLOTS + 1, 0, word(1, SLOTS + 1));
+        assert!(!late.poll(&w), "slot 1 still holds reduce 1");
+        // The root takes reduce 1, which frees its slot and nothing else.
+        let mut c = Collect::new(1, vec![0, 1], 0, &word(0, 1));
+        assert_eq!(c.poll(&w), Ok(true));
+        assert_eq!(c.parts(), vec![&word(0, 1)[..], &word(1, 1)[..]]);
+        assert!(late.poll(&w));
+        assert!(!Post::new(1, SLOTS + 2, 0, word(1, SLOTS + 2)).poll(&w));
+    }
+
+    #[test]
+    fn the_root_waits_for_its_own_stamp_not_an_older_one() {
+        let w = Model::new(3);
+        assert!(Post::new(2, 1, 0, word(2, 1)).poll(&w));
+        // Reduce 9 shares slot 1 with reduce 1, whose data is still there.
+        let mut c = Collect::new(SLOTS + 1, vec![0, 1, 2], 1, &word(1, 9));
+        assert_eq!(c.poll(&w), Ok(false));
+        let mut c1 = Collect::new(1, vec![0, 1, 2], 1, &word(1, 1));
+        assert!(Post::new(0, 1, 0, word(0, 1)).poll(&w));
+        assert_eq!(c1.poll(&w), Ok(true));
+        assert_eq!(c.poll(&w), Ok(false), "reduce 9 is not in yet");
+    }
+
+    #[test]
+    fn a_contribution_of_the_wrong_size_is_reported() {
+        let w = Model::new(2);
+        assert!(Post::new(1, 1, 0, vec![1, 2, 3]).poll(&w));
+        let mut c = Collect::new(1, vec![0, 1], 0, &[0; 8]);
+        assert_eq!(
+            c.poll(&w),
+            Err(SizeMismatch {
+                member: 1,
+                got: 3,
+                want: 8
+            })
+        );
+        // The slot was given back, so its owner is not stuck.
+        assert!(Post::new(1, 1 + SLOTS, 0, vec![0; 8]).poll(&w));
+    }
+
+    proptest! {
+        /// Members run a sequence of reduces with rotating roots; a seeded
+        /// schedule picks which member moves at each step. Every root must
+        /// collect exactly the contributions made for its reduce, in rank
+        /// order, and every schedule must finish.
+        #[test]
+        fn any_interleaving_delivers_each_reduce_exactly(
+            members in 1usize..6,
+            reduces in 1u32..40,
+            roots in proptest::collection::vec(0usize..6, 40),
+            schedule in proptest::collection::vec(0usize..6, 0..4000),
+        ) {
+            let w = Model::new(members);
+            let wires: Vec<usize> = (0..members).rev().collect();
+            // Per member: the reduce it is on and its operation in flight.
+            enum Doing { Post(Post), Collect(Collect) }
+            let start = |m: usize, s: u32| {
+                let root = roots[(s - 1) as usize] % members;
+                if m == root {
+                    Doing::Collect(Collect::new(s, wires.clone(), root, &word(m, s)))
+                } else {
+                    Doing::Post(Post::new(wires[m], s, root, word(m, s)))
+                }
+            };
+            let mut at: Vec<u32> = vec![1; members];
+            let mut doing: Vec<Option<Doing>> = (0..members).map(|m| Some(start(m, 1))).collect();
+            let step = |m: usize, at: &mut Vec<u32>, doing: &mut Vec<Option<Doing>>| {
+                let Some(d) = doing[m].as_mut() else { return };
+                let done = match d {
+                    Doing::Post(p) => p.poll(&w),
+                    Doing::Collect(c) => {
+                        let done = c.poll(&w).expect("sizes match");
+                        if done {
+                            let s = at[m];
+                            let want: Vec<Vec<u8>> = (0..members).map(|k| word(k, s)).collect();
+                            let got: Vec<Vec<u8>> = c.parts().iter().map(|p| p.to_vec()).collect();
+                            assert_eq!(got, want, "reduce {}", s);
+                        }
+                        done
+                    }
+                };
+                if done {
+                    at[m] += 1;
+                    doing[m] = (at[m] <= reduces).then(|| start(m, at[m]));
+                }
+            };
+            for &m in &schedule {
+                step(m % members, &mut at, &mut doing);
+            }
+            // Then round-robin until everyone is through: no schedule deadlocks.
+            for _ in 0..(reduces as usize + 2) * SLOTS as usize * members * 4 {
+                for m in 0..members {
+                    step(m, &mut at, &mut doing);
+                }
+            }
+            prop_assert!(doing.iter().all(Option::is_none), "stuck at {:?}", at);
+        }
+    }
+}

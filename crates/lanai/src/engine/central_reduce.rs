@@ -1,0 +1,209 @@
+//! Small `MPI_Reduce` through the barrier device's mailboxes
+//! (`lanai_coll::mailbox`): on a communicator whose members share one node,
+//! a non-root drops its contribution into its next slot and completes, as an
+//! eager send would, and the root folds every contribution in the same tree
+//! order the message-passing reduce uses, so the bits do not depend on the
+//! path.
+
+use super::central::Central;
+use super::coll::Combiner;
+use super::error::{MpiError, MpiResult};
+use super::request::Op;
+use super::Engine;
+use crate::abi::consts as c;
+use crate::abi::userbuf::UserBuf;
+use crate::shm::barrier_device::{Channel, MAIL_MAX};
+use lanai_coll::mailbox::{Collect, Post};
+use lanai_coll::ReduceTree;
+
+/// One mailbox reduce in flight on this rank.
+pub struct MailOp {
+    req: usize,
+    comm: usize,
+    chan: usize,
+    work: Work,
+}
+
+enum Work {
+    Post(Post),
+    Collect {
+        collect: Collect,
+        op: Combiner,
+        out: UserBuf,
+        shape: ReduceTree,
+    },
+}
+
+impl std::fmt::Debug for MailOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailOp")
+            .field("req", &self.req)
+            .field("comm", &self.comm)
+            .field("root", &matches!(self.work, Work::Collect { .. }))
+            .finish()
+    }
+}
+
+impl MailOp {
+    pub fn comm(&self) -> usize {
+        self.comm
+    }
+}
+
+/// What a poll found, applied once the borrows end.
+enum Outcome {
+    Waiting,
+    /// A root took some contributions: their owners may wait for the slots.
+    Took,
+    Posted,
+    Folded(Result<Vec<u8>, MpiError>),
+}
+
+impl Engine {
+    /// `MPI_Reduce` of `data` to `root` through the mailboxes, when `comm`
+    /// qualifies (see [`Engine::device_ready`]); otherwise the operator
+    /// comes back for the message-passing reduce.
+    pub(super) fn central_reduce(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: u32,
+        op: Combiner,
+        may_agree: bool,
+    ) -> MpiResult<Result<usize, (Vec<u8>, Combiner)>> {
+        if !self.settings.algos.reduce_mailbox
+            || !self.device_ready(comm, data.len(), MAIL_MAX, may_agree)?
+        {
+            return Ok(Err((data, op)));
+        }
+        let shape = self.settings.algos.reduce;
+        let cm = self.comms.get_mut(comm)?;
+        let rank = cm.rank;
+        let Central::Active(setup) = &mut cm.central else {
+            return Err(MpiError::internal("mailbox reduce without a channel"));
+        };
+        let chan = setup
+            .node_channel()
+            .ok_or_else(|| MpiError::internal("mailbox reduce off its node"))?;
+        setup.mail = setup.mail.wrapping_add(1);
+        let stamp = setup.mail;
+        let work = match out {
+            Some(out) if rank == root => Work::Collect {
+                collect: Collect::new(stamp, setup.members().to_vec(), root as usize, &data),
+                op,
+                out,
+                shape,
+            },
+            _ => Work::Post(Post::new(setup.me(), stamp, root as usize, data)),
+        };
+        let req = self.st.reqs.insert(Op::Coll);
+        self.st.colls.mail.push(MailOp {
+            req,
+            comm,
+            chan,
+            work,
+        });
+        self.drive_mail()?;
+        Ok(Ok(req))
+    }
+
+    /// Polls every mailbox reduce in flight. True if any moved on.
+    pub(super) fn drive_mail(&mut self) -> MpiResult<bool> {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.st.colls.mail.len() {
+            let outcome = {
+                let dev = self
+                    .net
+                    .shm
+                    .as_ref()
+                    .and_then(|s| s.device())
+                    .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+                let op = &mut self.st.colls.mail[i];
+                poll(&mut op.work, &dev.channel(op.chan))
+            };
+            match outcome {
+                Outcome::Waiting => i += 1,
+                Outcome::Took => {
+                    self.mail_wake(i, false)?;
+                    did = true;
+                    i += 1;
+                }
+                Outcome::Posted => {
+                    self.mail_wake(i, true)?;
+                    let op = self.st.colls.mail.swap_remove(i);
+                    self.st.reqs.complete(op.req, super::coll::coll_status());
+                    did = true;
+                }
+                Outcome::Folded(res) => {
+                    self.mail_wake(i, false)?;
+                    let op = self.st.colls.mail.swap_remove(i);
+                    let Work::Collect { out, .. } = &op.work else {
+                        return Err(MpiError::internal("a post folded"));
+                    };
+                    out.write(&res?);
+                    self.st.reqs.complete(op.req, super::coll::coll_status());
+                    did = true;
+                }
+            }
+        }
+        Ok(did)
+    }
+
+    /// Rings the members of mailbox op `i`'s communicator that sleep: the
+    /// root after a post (`to_root`), else every other member, which may
+    /// wait for a slot the root just gave back.
+    fn mail_wake(&self, i: usize, to_root: bool) -> MpiResult<()> {
+        let (Some(shm), Some(bell)) = (self.net.shm.as_ref(), self.net.doorbell.as_ref()) else {
+            return Ok(());
+        };
+        let op = &self.st.colls.mail[i];
+        let cm = self.comms.get(op.comm)?;
+        let Central::Active(setup) = &cm.central else {
+            return Ok(());
+        };
+        let members = setup.members();
+        let targets: &[usize] = if to_root {
+            let root = match &op.work {
+                Work::Post(p) => p.root(),
+                Work::Collect { .. } => return Ok(()),
+            };
+            members.get(root).map(std::slice::from_ref).unwrap_or(&[])
+        } else {
+            members
+        };
+        for &m in targets {
+            if m != setup.me() && shm.peer_sleeping(m) {
+                bell.ring(self.net.local_world[m]);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn poll(work: &mut Work, w: &Channel<'_>) -> Outcome {
+    match work {
+        Work::Post(p) => {
+            if p.poll(w) {
+                Outcome::Posted
+            } else {
+                Outcome::Waiting
+            }
+        }
+        Work::Collect {
+            collect, op, shape, ..
+        } => {
+            let before = collect.missing();
+            match collect.poll(w) {
+                Err(e) => Outcome::Folded(Err(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string()))),
+                Ok(true) => Outcome::Folded(
+                    lanai_coll::fold_tree(&collect.parts(), op.as_ref(), *shape)
+                        .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string())),
+                ),
+                Ok(false) if collect.missing() < before => Outcome::Took,
+                Ok(false) => Outcome::Waiting,
+            }
+        }
+    }
+}

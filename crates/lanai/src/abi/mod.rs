@@ -19,7 +19,7 @@ pub mod types;
 pub mod userbuf;
 
 mod attr;
-mod bsend_flush;
+mod bsend_buffer;
 mod coll;
 mod coll_persistent;
 mod comm;

@@ -470,52 +470,6 @@ count_fn!(
     elements_of
 );
 
-// ---- buffered mode ----
-
-macro_rules! buffer_attach {
-    ($name:ident, $pname:ident, $count:ty) => {
-        mpi_fn! { $name / $pname (buffer: *mut c_void, size: $count) -> c_int {
-            call(stringify!($name), None, |e| {
-                if size < 0 {
-                    return Err(MpiError::count(size.into()));
-                }
-                if e.bsend_buffer.is_some() {
-                    return Err(MpiError::new(c::MPI_ERR_BUFFER, "a buffer is already attached"));
-                }
-                e.bsend_buffer = Some((buffer as usize, size as usize));
-                Ok(())
-            })
-        }}
-    };
-}
-
-buffer_attach!(MPI_Buffer_attach, PMPI_Buffer_attach, c_int);
-buffer_attach!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, MPI_Count);
-
-macro_rules! buffer_detach {
-    ($name:ident, $pname:ident, $count:ty) => {
-        mpi_fn! { $name / $pname (buffer_addr: *mut c_void, size: *mut $count) -> c_int {
-            call(stringify!($name), None, |e| {
-                if buffer_addr.is_null() || size.is_null() {
-                    return Err(MpiError::new(c::MPI_ERR_ARG, "NULL argument"));
-                }
-                // Detaching waits until every buffered send has left the buffer.
-                e.wait_until(|e| e.st.bsend_used == 0)?;
-                let (addr, len) = e.bsend_buffer.take().unwrap_or((0, 0));
-                // SAFETY: both checked non-null; `buffer_addr` is a `void **` in C.
-                unsafe {
-                    *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
-                    *size = len as $count;
-                }
-                Ok(())
-            })
-        }}
-    };
-}
-
-buffer_detach!(MPI_Buffer_detach, PMPI_Buffer_detach, c_int);
-buffer_detach!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, MPI_Count);
-
 // ---- persistent requests ----
 
 macro_rules! send_init {

@@ -463,6 +463,8 @@ impl Engine {
         // member started it already, so this wait ends).
         self.wait_until(|e| e.st.colls.central_on(idx) == 0)?;
         let comm = self.comms.free(idx)?;
+        // Its attached buffer (MPI 4.1) is detached implicitly.
+        self.st.bsend.comm_freed(idx);
         self.offload_forget(&comm)?;
         self.central_forget(comm.central);
         Ok(())

@@ -1,7 +1,9 @@
 //! Requests that complete when something else has: `MPI_Isendrecv` (a
-//! receive and a send under one request) and `MPI_Buffer_iflush` (the
-//! attached buffer draining). Progress settles them after every pass.
+//! receive and a send under one request) and `MPI_Buffer_iflush` /
+//! `MPI_Comm_iflush_buffer` (an attached buffer draining). Progress
+//! settles them after every pass.
 
+use super::bsend_pool::Owner;
 use super::error::MpiResult;
 use super::request::{Op, Status};
 use super::Engine;
@@ -13,8 +15,9 @@ pub enum Waits {
     /// A receive (kept until the pair completes; its status is the pair's)
     /// and a send (dropped by the engine when it completes), by cookie.
     Pair { recv: u64, send: Option<u64> },
-    /// No buffered send holding any of the attached buffer.
-    BsendDrain,
+    /// No buffered send holding any of the attached buffer with this pool
+    /// id (`None`: nothing was attached, so it is drained already).
+    BsendDrain(Option<u64>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -47,13 +50,14 @@ impl Engine {
         req
     }
 
-    /// A request that completes once no buffered send holds any of the
-    /// attached buffer.
-    pub fn start_bsend_drain(&mut self) -> usize {
+    /// A request that completes once no buffered send holds any of
+    /// `owner`'s attached buffer (the one attached now).
+    pub fn start_bsend_drain(&mut self, owner: Owner) -> usize {
         let req = self.st.reqs.insert(Op::Composite);
+        let pool = self.st.bsend.id_of(owner);
         self.st.composites.push(Composite {
             req,
-            waits: Waits::BsendDrain,
+            waits: Waits::BsendDrain(pool),
         });
         self.settle_composites();
         req
@@ -61,7 +65,7 @@ impl Engine {
 
     /// Completes every composite request whose parts have completed.
     pub fn settle_composites(&mut self) {
-        let bsend_idle = self.st.bsend_used == 0;
+        let pools = &self.st.bsend;
         let reqs = &mut self.st.reqs;
         self.st.composites.retain(|comp| {
             let st = match comp.waits {
@@ -83,12 +87,12 @@ impl Engine {
                         None => Status::default(),
                     }
                 }
-                Waits::BsendDrain if bsend_idle => Status {
+                Waits::BsendDrain(pool) if pool.is_none_or(|id| pools.drained(id)) => Status {
                     source: c::MPI_ANY_SOURCE,
                     tag: c::MPI_ANY_TAG,
                     ..Status::default()
                 },
-                Waits::BsendDrain => return true,
+                Waits::BsendDrain(_) => return true,
             };
             reqs.complete(comp.req, st);
             false

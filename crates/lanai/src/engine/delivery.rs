@@ -52,8 +52,8 @@ pub struct State {
     pub persistent_children: Vec<(usize, usize)>,
     /// Requests that complete when others have (`composite.rs`).
     pub composites: Vec<super::composite::Composite>,
-    /// Bytes of the `MPI_Buffer_attach` buffer held by pending buffered sends.
-    pub bsend_used: usize,
+    /// The attached buffers of buffered sends and what pending sends hold.
+    pub bsend: super::bsend_pool::Pools,
     /// Piece lists of arrived non-contiguous RTSs, by (sender, cookie),
     /// until fetched (empty: the list was malformed; stream instead).
     pub rndv_runs: Vec<(u32, u64, Vec<RemoteRun>)>,
@@ -155,8 +155,10 @@ impl State {
 
     /// Completes a send request, returning its share of the bsend buffer.
     pub fn finish_send(&mut self, idx: usize) {
-        if let Some(Op::Send { bsend_bytes, .. }) = self.reqs.get(idx).map(|r| &r.op) {
-            self.bsend_used = self.bsend_used.saturating_sub(*bsend_bytes);
+        if let Some(Op::Send { bsend, .. }) = self.reqs.get_mut(idx).map(|r| &mut r.op) {
+            if let Some(share) = bsend.take() {
+                self.bsend.release(share);
+            }
         }
         let st = self.reqs.get(idx).map(|r| r.status).unwrap_or_default();
         self.reqs.complete(idx, st);

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bootstrap;
+pub mod bsend_pool;
 pub mod central;
 pub mod central_reduce;
 pub mod coll;
@@ -70,8 +71,6 @@ pub struct Engine {
     pub st: State,
     pub comms: Comms,
     pub settings: Settings,
-    /// `MPI_Buffer_attach`: (address, size).
-    pub bsend_buffer: Option<(usize, usize)>,
     /// Messages taken by `MPI_Mprobe`/`MPI_Improbe`, by message handle slot.
     pub probed: Vec<Option<Unexpected>>,
     /// The node's offload engine, when collectives go there.
@@ -285,7 +284,6 @@ impl Engine {
             net,
             st: State::default(),
             settings,
-            bsend_buffer: None,
             probed: Vec::new(),
             offload,
             tick: 0,

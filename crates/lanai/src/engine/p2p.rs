@@ -54,10 +54,10 @@ impl Engine {
         let rndv = matches!(route, Route::Shm(_))
             && len > self.settings.eager_limit.min(self.net.shm_max_payload());
         if rndv {
-            let bsend_bytes = if mode == SendMode::Buffered {
-                self.reserve_bsend(len)?
+            let bsend = if mode == SendMode::Buffered {
+                Some(self.st.bsend.reserve(comm, len)?)
             } else {
-                0
+                None
             };
             // The receiver reads a non-contiguous layout in place, piece by
             // piece, when the pieces are few and large enough; otherwise
@@ -81,7 +81,7 @@ impl Engine {
                 // A packed copy replaces the user's buffer.
                 buf: if owned.is_some() { UserBuf::EMPTY } else { buf },
                 to_world: to,
-                bsend_bytes,
+                bsend,
                 owned,
             });
             let env = Envelope {
@@ -105,7 +105,7 @@ impl Engine {
             let req = self.st.reqs.insert(Op::Send {
                 buf,
                 to_world: to,
-                bsend_bytes: 0,
+                bsend: None,
                 owned: None,
             });
             let env = Envelope {
@@ -122,9 +122,9 @@ impl Engine {
             return Ok(Some(req));
         }
         if mode == SendMode::Buffered {
-            // Eager sends copy at once, so the attached buffer is only accounted.
-            self.reserve_bsend(len)?;
-            self.st.bsend_used -= len + c::MPI_BSEND_OVERHEAD as usize;
+            // Eager sends copy at once: the attached buffer only has to fit it.
+            let share = self.st.bsend.reserve(comm, len)?;
+            self.st.bsend.release(share);
         }
         let env = Envelope {
             kind: Kind::Eager,
@@ -137,27 +137,6 @@ impl Engine {
         };
         self.net_send(to, &env, buf.as_slice())?;
         Ok(None)
-    }
-
-    fn reserve_bsend(&mut self, len: usize) -> MpiResult<usize> {
-        let need = len + c::MPI_BSEND_OVERHEAD as usize;
-        let Some((_, size)) = self.bsend_buffer else {
-            return Err(MpiError::new(
-                c::MPI_ERR_BUFFER,
-                "no buffer attached with MPI_Buffer_attach",
-            ));
-        };
-        if self.st.bsend_used + need > size {
-            return Err(MpiError::new(
-                c::MPI_ERR_BUFFER,
-                format!(
-                    "attached buffer too small: {need} bytes needed, {} of {size} free",
-                    size - self.st.bsend_used
-                ),
-            ));
-        }
-        self.st.bsend_used += need;
-        Ok(need)
     }
 
     /// A buffered rendezvous send is complete for the user (its data is

@@ -70,7 +70,8 @@ pub enum Op {
     Send {
         buf: UserBuf,
         to_world: u32,
-        bsend_bytes: usize,
+        /// A buffered send's reservation in an attached buffer.
+        bsend: Option<super::bsend_pool::Share>,
         owned: Option<Vec<u8>>,
     },
     /// A receive: posted (in the matching queue) or being filled.

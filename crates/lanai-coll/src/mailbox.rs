@@ -166,6 +166,21 @@ impl Collect {
     pub fn parts(&self) -> Vec<&[u8]> {
         self.all.chunks_exact(self.len.max(1)).collect()
     }
+
+    /// The contributions laid end to end, `len()` bytes each, in
+    /// communicator-rank order: what `fold_flat` folds in place.
+    pub fn into_flat(self) -> Vec<u8> {
+        self.all
+    }
+
+    /// Bytes per contribution.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 #[cfg(test)]

@@ -295,15 +295,25 @@ fn fold_walk(
     subtree(0)
 }
 
-/// [`fold_tree`] over the binomial tree, level by level in one buffer: at
-/// level `k` every `v` that is a multiple of `2^(k+1)` absorbs the subtree
-/// of `v + 2^k`, which is the order the tree walk combines children in
-/// (ascending `k`), without its per-node allocations. Small reductions on
-/// the shared-memory paths fold here on every call.
+/// [`fold_tree`] over the binomial tree, for parts of equal length.
 fn fold_binomial(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::OpError> {
     let len = parts[0].len();
-    let mut all = parts.concat();
-    let n = parts.len();
+    fold_flat(parts.concat(), len, op)
+}
+
+/// The binomial fold of the `len`-byte parts laid end to end in `all` (one
+/// per rank, in rank order), computed in place: at level `k` every `v` that
+/// is a multiple of `2^(k+1)` absorbs the subtree of `v + 2^k`, which is the
+/// order the tree walk combines children in (ascending `k`), without its
+/// per-node allocations. The result is the first `len` bytes, returned.
+/// The shared-memory paths, which see every contribution, fold here on
+/// every call.
+pub fn fold_flat(
+    mut all: Vec<u8>,
+    len: usize,
+    op: &dyn Combine,
+) -> Result<Vec<u8>, crate::OpError> {
+    let n = all.len().checked_div(len).unwrap_or(0);
     let mut d = 1;
     while d < n {
         for v in (0..n).step_by(2 * d) {

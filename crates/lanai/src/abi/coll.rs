@@ -304,7 +304,7 @@ unsafe fn bcast_staged(
                 Use::OUTPUT
             };
             // SAFETY: the caller's buffer, valid until completion.
-            Ok(vec![unsafe { Staged::new(buffer, count, datatype, how)? }])
+            Ok([unsafe { Staged::new(buffer, count, datatype, how)? }])
         },
         |e, a| {
             // SAFETY: the staged buffer lives until the collective completes.
@@ -432,7 +432,7 @@ unsafe fn reduce_staged(
         |rank, _| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
                     if rank as c_int == root {
                         reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?
@@ -541,7 +541,7 @@ unsafe fn allreduce_staged(
         |_, _| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
                     reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
                 ])

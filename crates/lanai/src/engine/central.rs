@@ -328,13 +328,13 @@ impl Engine {
     pub(super) fn central_allreduce(
         &mut self,
         comm: usize,
-        data: &[u8],
+        data: Vec<u8>,
         out: UserBuf,
         op: super::coll::Combiner,
         may_agree: bool,
-    ) -> MpiResult<Result<usize, super::coll::Combiner>> {
+    ) -> MpiResult<Result<usize, (Vec<u8>, super::coll::Combiner)>> {
         if !self.device_ready(comm, data.len(), DATA_MAX, may_agree)? {
-            return Ok(Err(op));
+            return Ok(Err((data, op)));
         }
         let reduce = SmallReduce {
             len: data.len(),
@@ -383,7 +383,7 @@ impl Engine {
     fn central_start_with(
         &mut self,
         comm: usize,
-        reduce: Option<(&[u8], SmallReduce)>,
+        reduce: Option<(Vec<u8>, SmallReduce)>,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
@@ -395,7 +395,7 @@ impl Engine {
         let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
         let chan = setup.chan;
         let (reduce, data) = match (reduce, chan) {
-            (Some((data, r)), Some(_)) => (Some(r), Some(data.to_vec())),
+            (Some((data, r)), Some(_)) => (Some(r), Some(data)),
             _ => (None, None),
         };
         let req = self.st.reqs.insert(Op::Coll);
@@ -521,8 +521,7 @@ impl Engine {
         for (&i, part) in members.iter().zip(all.chunks_exact_mut(r.len)) {
             w.get_data(i, gen, part);
         }
-        let refs: Vec<&[u8]> = all.chunks_exact(r.len).collect();
-        let res = lanai_coll::fold_canonical(&refs, r.op.as_ref())
+        let res = lanai_coll::fold_flat(all, r.len, r.op.as_ref())
             .map_err(|e| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string()))?;
         r.out.write(&res);
         Ok(())

@@ -14,7 +14,7 @@ use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, MAIL_MAX};
 use lanai_coll::mailbox::{Collect, Post};
-use lanai_coll::ReduceTree;
+use lanai_coll::{Combine, ReduceTree};
 
 /// One mailbox reduce in flight on this rank.
 pub struct MailOp {
@@ -56,7 +56,8 @@ enum Outcome {
     /// A root took some contributions: their owners may wait for the slots.
     Took,
     Posted,
-    Folded(Result<Vec<u8>, MpiError>),
+    Collected,
+    Failed(MpiError),
 }
 
 impl Engine {
@@ -136,14 +137,25 @@ impl Engine {
                     self.st.reqs.complete(op.req, super::coll::coll_status());
                     did = true;
                 }
-                Outcome::Folded(res) => {
+                Outcome::Collected | Outcome::Failed(_) => {
                     self.mail_wake(i, false)?;
                     let op = self.st.colls.mail.swap_remove(i);
-                    let Work::Collect { out, .. } = &op.work else {
-                        return Err(MpiError::internal("a post folded"));
+                    let res = match (outcome, op.work) {
+                        (Outcome::Failed(e), _) => Err(e),
+                        (
+                            _,
+                            Work::Collect {
+                                collect,
+                                op: comb,
+                                out,
+                                shape,
+                            },
+                        ) => fold(collect, comb.as_ref(), shape).map(|r| out.write(&r)),
+                        _ => Err(MpiError::internal("a post collected")),
                     };
-                    out.write(&res?);
+                    // The request completes either way; an error is the caller's.
                     self.st.reqs.complete(op.req, super::coll::coll_status());
+                    res?;
                     did = true;
                 }
             }
@@ -191,19 +203,27 @@ fn poll(work: &mut Work, w: &Channel<'_>) -> Outcome {
                 Outcome::Waiting
             }
         }
-        Work::Collect {
-            collect, op, shape, ..
-        } => {
+        Work::Collect { collect, .. } => {
             let before = collect.missing();
             match collect.poll(w) {
-                Err(e) => Outcome::Folded(Err(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string()))),
-                Ok(true) => Outcome::Folded(
-                    lanai_coll::fold_tree(&collect.parts(), op.as_ref(), *shape)
-                        .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string())),
-                ),
+                Err(e) => Outcome::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
+                Ok(true) => Outcome::Collected,
                 Ok(false) if collect.missing() < before => Outcome::Took,
                 Ok(false) => Outcome::Waiting,
             }
         }
     }
+}
+
+/// The root's result: the binomial tree folds in place in the collected
+/// buffer; other trees walk their shape.
+fn fold(collect: Collect, op: &dyn Combine, shape: ReduceTree) -> MpiResult<Vec<u8>> {
+    let res = match shape {
+        ReduceTree::Binomial => {
+            let len = collect.len();
+            lanai_coll::fold_flat(collect.into_flat(), len, op)
+        }
+        _ => lanai_coll::fold_tree(&collect.parts(), op, shape),
+    };
+    res.map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
 }

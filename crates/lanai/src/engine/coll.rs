@@ -553,13 +553,13 @@ impl Engine {
         if let Some(req) = self.try_offload(comm, offered, blocking)? {
             return Ok(req);
         }
-        let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
-            match self.central_allreduce(comm, &data, out, op, blocking)? {
+        let (data, op) = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
+            match self.central_allreduce(comm, data, out, op, blocking)? {
                 Ok(req) => return Ok(req),
-                Err(op) => op,
+                Err(back) => back,
             }
         } else {
-            op
+            (data, op)
         };
         let (rank, size) = self.rank_size(comm)?;
         let algo = self.settings.algos.allreduce.resolve(size, data.len());

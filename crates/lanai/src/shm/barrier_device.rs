@@ -532,7 +532,7 @@ mod tests {
         let n = 3;
         let name = format!("/lanai-test-devmail-{}", std::process::id());
         let len = device_len(n, 1);
-        let seg = Segment::create(&name, len).unwrap();
+        let _seg = Segment::create(&name, len).unwrap();
         struct Unlink<'a>(&'a str);
         impl Drop for Unlink<'_> {
             fn drop(&mut self) {

@@ -68,7 +68,7 @@ unsafe fn allgather_staged(
         |_, size| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
                     Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
                 ])
@@ -180,7 +180,7 @@ unsafe fn allgatherv_staged(
         |_, size| {
             // SAFETY: the caller's buffers and arrays, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
                     Staged::new_v(recvbuf, recvcounts, displs, size, recvtype, Use::OUTPUT)?,
                 ])
@@ -332,7 +332,7 @@ unsafe fn alltoall_staged(
         |_, size| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?,
                     Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?,
                 ])
@@ -447,7 +447,7 @@ unsafe fn alltoallv_staged(
         |_, size| {
             // SAFETY: the caller's buffers and arrays, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new_v(sendbuf, sendcounts, sdispls, size, sendtype, Use::INPUT)?,
                     Staged::new_v(recvbuf, recvcounts, rdispls, size, recvtype, Use::OUTPUT)?,
                 ])
@@ -588,7 +588,7 @@ unsafe fn alltoallw_staged(
         |_, size| {
             // SAFETY: the caller's buffers and arrays, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new_w(sendbuf, sendcounts, sdispls, sendtypes, size, Use::INPUT)?,
                     Staged::new_w(recvbuf, recvcounts, rdispls, recvtypes, size, Use::OUTPUT)?,
                 ])

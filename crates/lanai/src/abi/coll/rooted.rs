@@ -83,7 +83,7 @@ unsafe fn gather_staged(
         |rank, size| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
                     if rank as c_int == root {
                         Staged::new(recvbuf, recvcount, recvtype, Use::OUTPUT.blocks(size))?
@@ -212,7 +212,7 @@ unsafe fn gatherv_staged(
         |rank, size| {
             // SAFETY: the caller's buffers and arrays, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     Staged::new(sendbuf, sendcount, sendtype, Use::INPUT)?,
                     if rank as c_int == root {
                         Staged::new_v(recvbuf, recvcounts, displs, size, recvtype, Use::OUTPUT)?
@@ -374,7 +374,7 @@ unsafe fn scatter_staged(
         |rank, size| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     if rank as c_int == root {
                         Staged::new(sendbuf, sendcount, sendtype, Use::INPUT.blocks(size))?
                     } else {
@@ -503,7 +503,7 @@ unsafe fn scatterv_staged(
         |rank, size| {
             // SAFETY: the caller's buffers and arrays, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     if rank as c_int == root {
                         Staged::new_v(sendbuf, sendcounts, displs, size, sendtype, Use::INPUT)?
                     } else {

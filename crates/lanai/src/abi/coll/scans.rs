@@ -88,7 +88,7 @@ unsafe fn reduce_scatter_block_staged(
             };
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     reduce_arg(sendbuf, recvcount, datatype, op, Use::INPUT.blocks(size))?,
                     reduce_arg(recvbuf, recvcount, datatype, op, out)?,
                 ])
@@ -368,7 +368,7 @@ unsafe fn scan_staged(
         |_, _| {
             // SAFETY: the caller's buffers, valid until completion.
             unsafe {
-                Ok(vec![
+                Ok([
                     reduce_arg(sendbuf, count, datatype, op, Use::INPUT)?,
                     reduce_arg(recvbuf, count, datatype, op, Use::OUTPUT)?,
                 ])

@@ -918,11 +918,11 @@ pub enum Mode {
 /// `stage` (given this rank and the communicator size) wraps the
 /// arguments, `start` posts the collective on the staged ones; outputs are
 /// unpacked once it completes.
-pub fn collective(
+pub fn collective<A: StagedArgs>(
     name: &str,
     comm: crate::abi::consts::MPI_Comm,
     mode: Mode,
-    stage: impl FnOnce(u32, u32) -> MpiResult<Vec<Staged>>,
+    stage: impl FnOnce(u32, u32) -> MpiResult<A>,
     start: impl FnOnce(&mut Engine, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
     collective_on(
@@ -940,11 +940,11 @@ pub fn collective(
 /// As [`collective`], with `stage` and `start` given the engine and the
 /// communicator's engine index (intercommunicators stage by their root
 /// argument and the remote group's size).
-pub fn collective_on(
+pub fn collective_on<A: StagedArgs>(
     name: &str,
     comm: crate::abi::consts::MPI_Comm,
     mode: Mode,
-    stage: impl FnOnce(&Engine, usize) -> MpiResult<Vec<Staged>>,
+    stage: impl FnOnce(&Engine, usize) -> MpiResult<A>,
     start: impl FnOnce(&mut Engine, usize, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
     crate::abi::call(name, Some(comm), |e| {
@@ -953,7 +953,7 @@ pub fn collective_on(
         }
         let ci = crate::abi::comm_idx(comm)?;
         let args = stage(e, ci)?;
-        let req = start(e, ci, &args)?;
+        let req = start(e, ci, args.as_ref())?;
         match mode {
             Mode::Wait => {
                 e.finish_coll(req)?;
@@ -962,8 +962,8 @@ pub fn collective_on(
             Mode::Request(r) => {
                 // Temporaries live (and outputs wait to be unpacked) until
                 // the request completes.
-                if args.iter().any(Staged::is_staged) {
-                    hold(e, req, Pending::Coll(args));
+                if args.as_ref().iter().any(Staged::is_staged) {
+                    hold(e, req, Pending::Coll(args.into_iter().collect()));
                 }
                 // SAFETY: checked non-null above; writable per the MPI contract.
                 unsafe { *r = crate::abi::requests::handle_of(req) };
@@ -973,11 +973,18 @@ pub fn collective_on(
     })
 }
 
+/// The staged buffer arguments of one collective: a `Vec`, or an array
+/// when their number is fixed, which spares the hot small collectives an
+/// allocation per call.
+pub trait StagedArgs: AsRef<[Staged]> + IntoIterator<Item = Staged> {}
+
+impl<A: AsRef<[Staged]> + IntoIterator<Item = Staged>> StagedArgs for A {}
+
 /// Runs a blocking collective (see [`collective`]).
-pub fn blocking(
+pub fn blocking<A: StagedArgs>(
     name: &str,
     comm: crate::abi::consts::MPI_Comm,
-    stage: impl FnOnce(u32, u32) -> MpiResult<Vec<Staged>>,
+    stage: impl FnOnce(u32, u32) -> MpiResult<A>,
     start: impl FnOnce(&mut Engine, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
     collective(name, comm, Mode::Wait, stage, start)

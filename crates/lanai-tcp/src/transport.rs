@@ -755,18 +755,29 @@ impl TcpTransport {
             self.write_pending(id);
         }
         if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP) || failed {
-            self.read_conn(id, deliver, p);
+            // After a hang-up no further edge comes, so the end of the
+            // stream must be read now: no stopping at a short read.
+            let short_read_ends = !(failed || flags.contains(EpollFlags::EPOLLRDHUP));
+            self.read_conn(id, short_read_ends, deliver, p);
         }
     }
 
-    fn read_conn(&mut self, id: ConnId, deliver: &mut Deliver<'_>, p: &mut Progress) {
+    /// Reads what the socket holds. `short_read_ends`: a short read means
+    /// the socket is empty (see [`TcpTransport::read_frames`]).
+    fn read_conn(
+        &mut self,
+        id: ConnId,
+        short_read_ends: bool,
+        deliver: &mut Deliver<'_>,
+        p: &mut Progress,
+    ) {
         loop {
             let Some(conn) = self.conn_mut(id) else {
                 return;
             };
             let need = conn.phase.handshake_need();
             if matches!(conn.phase, Phase::Up) {
-                return self.read_frames(id, deliver, p);
+                return self.read_frames(id, short_read_ends, deliver, p);
             }
             if need == 0 {
                 return;
@@ -1003,7 +1014,13 @@ impl TcpTransport {
         }
     }
 
-    fn read_frames(&mut self, id: ConnId, deliver: &mut Deliver<'_>, p: &mut Progress) {
+    fn read_frames(
+        &mut self,
+        id: ConnId,
+        short_read_ends: bool,
+        deliver: &mut Deliver<'_>,
+        p: &mut Progress,
+    ) {
         let Some(idx) = self.slot_of(id) else {
             return;
         };
@@ -1019,6 +1036,10 @@ impl TcpTransport {
         let (Some(rank), Some(dec)) = (conn.rank, conn.dec.as_mut()) else {
             return;
         };
+        // Edge-triggered epoll: read until the socket is empty. A read that
+        // returns less than it asked for already says so (epoll(7)), which
+        // spares the read that would only fail with EAGAIN.
+        let mut drained = false;
         let outcome = loop {
             let bad = loop {
                 match dec.next_event() {
@@ -1038,9 +1059,17 @@ impl TcpTransport {
             if let Some(e) = bad {
                 break Err(Err(e));
             }
-            match conn.sock.read(dec.read_buf()) {
+            if drained {
+                break Ok(());
+            }
+            let buf = dec.read_buf();
+            let want = buf.len();
+            match conn.sock.read(buf) {
                 Ok(0) => break Err(Ok("connection closed by peer".to_string())),
-                Ok(n) => dec.filled(n),
+                Ok(n) => {
+                    drained = short_read_ends && n < want;
+                    dec.filled(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(Ok(e.to_string())),

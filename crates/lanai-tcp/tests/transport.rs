@@ -405,6 +405,45 @@ fn goodbye_is_graceful_and_abrupt_loss_is_named() {
     });
 }
 
+/// A peer that sends and vanishes before the receiver looks: the data and
+/// the end of the stream arrive under one edge, and both must be seen (a
+/// short read must not end reading there).
+#[test]
+fn last_words_then_loss_are_both_reported() {
+    with_timeout(30, || {
+        let mut ts = world(2);
+        let mut got = vec![Vec::new(), Vec::new()];
+        ts[0].send(1, &env(0, 1, 3), &payload(0, 1, 3)).unwrap();
+        drive(&mut ts, &mut got, 10, |g| g[1].len() == 1);
+        // Queue a last message, push it out, and vanish without a goodbye.
+        let mut t0 = ts.remove(0);
+        t0.send(1, &env(0, 2, 5), &payload(0, 2, 5)).unwrap();
+        while t0.has_pending_output() {
+            t0.progress(Some(Duration::from_millis(1)), &mut |_, _, _| {})
+                .unwrap();
+        }
+        drop(t0);
+        std::thread::sleep(Duration::from_millis(50));
+        let mut last = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let err = loop {
+            assert!(Instant::now() < deadline, "loss not reported");
+            let r = ts[0].progress(Some(Duration::from_millis(10)), &mut |from, e, p| {
+                last.push((from, e, p.to_vec()))
+            });
+            if let Err(e) = r {
+                break e;
+            }
+        };
+        assert_eq!(last.len(), 1, "the last message is delivered");
+        assert_eq!(last[0].1, env(0, 2, 5));
+        assert!(
+            matches!(err, TcpError::PeerLost { rank: 0, .. }),
+            "got {err}"
+        );
+    });
+}
+
 #[test]
 fn argument_errors() {
     with_timeout(10, || {

@@ -207,7 +207,7 @@ def test_every_collective_algorithm_by_hand(lanai_builds, knob, value, nranks, n
     harness.assert_passed(res, "coll_basic")
 
 
-@pytest.mark.parametrize("bind", ["none", "core"])
+@pytest.mark.parametrize("bind", ["none", "core", "auto"])
 @pytest.mark.parametrize("nranks,nodes", [(2, 1), (4, 1), (4, 2)])
 def test_streams_of_large_rooted_collectives(nranks, nodes, bind):
     # Pinned ranks used to expose a sender asleep on a full queue (nobody
@@ -257,3 +257,50 @@ def test_rendezvous_without_single_copy(lanai_builds, prog):
     res = harness.run_job(harness.lanairun_argv(exe, 4, 1), exe, {"LANAI_SINGLE_COPY": "off"})
     harness.assert_clean(res)
     harness.assert_passed(res, prog)
+
+
+def _allowed_cpus_per_rank(nranks, bind):
+    """Each rank's allowed CPUs, as the kernel reports them, by rank."""
+    script = 'echo "$PMI_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+    r = run([harness.LANAIRUN, "-n", str(nranks), "sh", "-c", script], env={"LANAI_BIND": bind})
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = {}
+    for line in r.stdout.split("\n"):
+        if line.strip():
+            rank, cpus = line.split()
+            out[int(rank)] = cpus
+    assert sorted(out) == list(range(nranks)), r.stdout
+    return out
+
+
+def _cpu_list(cpus):
+    """The kernel's list syntax for a set of CPUs, e.g. 0-1,4."""
+    cpus, parts, i = sorted(cpus), [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def test_oversubscribed_ranks_are_pinned_round_robin_from_the_start():
+    cpus = sorted(os.sched_getaffinity(0))
+    everything = _cpu_list(cpus)
+    n = len(cpus) + 1
+    # Ranks outnumber cores: auto pins rank i to the (i mod cores)-th core,
+    # before the program's first instruction (the shell reads it at once).
+    got = _allowed_cpus_per_rank(n, "auto")
+    assert got == {r: str(cpus[r % len(cpus)]) for r in range(n)}
+    # none never pins; auto leaves ranks that fit to the kernel; core pins them.
+    assert set(_allowed_cpus_per_rank(n, "none").values()) == {everything}
+    fit = min(2, len(cpus))
+    assert set(_allowed_cpus_per_rank(fit, "auto").values()) == {everything}
+    assert _allowed_cpus_per_rank(fit, "core") == {r: str(cpus[r]) for r in range(fit)}
+
+
+def test_an_unknown_bind_choice_is_a_usage_error():
+    r = run([harness.LANAIRUN, "-n", "2", "true"], env={"LANAI_BIND": "sockets"})
+    assert r.returncode == 2
+    assert 'LANAI_BIND="sockets": expected auto, core or none' in r.stderr

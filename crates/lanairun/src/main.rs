@@ -27,12 +27,19 @@ fn main() -> ExitCode {
             eprintln!("{}", cli::USAGE);
             2
         }
-        Ok(cli::Command::Run(opts)) => match job::run(&opts) {
-            Ok(code) => code,
+        Ok(cli::Command::Run(opts)) => match job::bind_choice() {
+            // A knob with a value lanairun does not know is a usage error.
             Err(e) => {
                 eprintln!("lanairun: {e}");
-                e.exit_code()
+                2
             }
+            Ok(_) => match job::run(&opts) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("lanairun: {e}");
+                    e.exit_code()
+                }
+            },
         },
     };
     ExitCode::from(code)

@@ -423,6 +423,22 @@ mod tests {
         (seg, name)
     }
 
+    /// A segment that threads open by name, as processes would; the name
+    /// is unlinked even when an assertion fails.
+    struct Named<'a>(&'a str, Segment);
+
+    impl<'a> Named<'a> {
+        fn create(name: &'a str, len: usize) -> Self {
+            Named(name, Segment::create(name, len).unwrap())
+        }
+    }
+
+    impl Drop for Named<'_> {
+        fn drop(&mut self) {
+            let _ = Segment::unlink(self.0);
+        }
+    }
+
     #[test]
     fn channels_are_shared_by_key_and_run_out() {
         let (seg, _) = segment(4, 3);
@@ -532,14 +548,7 @@ mod tests {
         let n = 3;
         let name = format!("/lanai-test-devmail-{}", std::process::id());
         let len = device_len(n, 1);
-        let _seg = Segment::create(&name, len).unwrap();
-        struct Unlink<'a>(&'a str);
-        impl Drop for Unlink<'_> {
-            fn drop(&mut self) {
-                let _ = Segment::unlink(self.0);
-            }
-        }
-        let _unlink = Unlink(&name);
+        let _seg = Named::create(&name, len);
         let word = |m: usize, s: u32| (m as u64 * 1_000_000 + u64::from(s)).to_le_bytes();
         std::thread::scope(|sc| {
             for me in 0..n {
@@ -593,15 +602,7 @@ mod tests {
         let n = 4;
         let name = format!("/lanai-test-devthreads-{}", std::process::id());
         let len = device_len(n, 1);
-        let seg = Segment::create(&name, len).unwrap();
-        // Unlinks the name even when an assertion below fails.
-        struct Unlink<'a>(&'a str);
-        impl Drop for Unlink<'_> {
-            fn drop(&mut self) {
-                let _ = Segment::unlink(self.0);
-            }
-        }
-        let _unlink = Unlink(&name);
+        let named = Named::create(&name, len);
         let members: Vec<usize> = (0..n).collect();
         let counter = AtomicU32::new(0);
         // Sleeps that ran out their timeout: each is a missed wake-up.
@@ -661,7 +662,7 @@ mod tests {
                 });
             }
         });
-        let ch = Device::new(&seg, 0, n, 1).unwrap().channel(0);
+        let ch = Device::new(&named.1, 0, n, 1).unwrap().channel(0);
         assert!((0..n).all(|i| ch.input(i) == 2000));
         assert!(ch.output() <= 2000);
     }

@@ -6,7 +6,11 @@
  * from the previous one; values are computed from the sender's rank and
  * the message index. (MPICH 4.0.2 has none of these functions.)
  */
+/* MAP_ANONYMOUS and MAP_NORESERVE are not in strict C99. */
+#define _GNU_SOURCE
 #include "lt.h"
+#include <limits.h>
+#include <sys/mman.h>
 
 #if MPI_VERSION < 4 || (MPI_VERSION == 4 && MPI_SUBVERSION < 1)
 int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
@@ -204,6 +208,37 @@ int main(int argc, char **argv)
         free(buf3);
         free(out);
         free(in);
+    }
+
+    /* ---- a buffer beyond INT_MAX, attached with a _c call, cannot be
+     * reported by an int detach: MPI_ERR_VALUE_TOO_LARGE, and it stays
+     * attached until the _c detach. Only address space is reserved. ---- */
+    {
+        MPI_Count big = (MPI_Count)INT_MAX + 4096;
+        void *p = mmap(NULL, (size_t)big, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        CHECK(p != MAP_FAILED, "mmap of %ld bytes of address space", (long)big);
+        if (p != MAP_FAILED) {
+            void *got = NULL;
+            int gotsize = -1;
+            MPI_Count gotc = -1;
+            MPI_OK(MPI_Buffer_attach_c(p, big));
+            MPI_OK(MPI_Comm_attach_buffer_c(c1, p, big));
+            /* A call without a communicator reports through MPI_COMM_WORLD. */
+            MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+            rc = MPI_Buffer_detach(&got, &gotsize);
+            CHECK(class_of(rc) == MPI_ERR_VALUE_TOO_LARGE, "int Buffer_detach of %ld bytes: class %d",
+                  (long)big, class_of(rc));
+            MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+            rc = MPI_Comm_detach_buffer(c1, &got, &gotsize);
+            CHECK(class_of(rc) == MPI_ERR_VALUE_TOO_LARGE,
+                  "int Comm_detach_buffer of %ld bytes: class %d", (long)big, class_of(rc));
+            MPI_OK(MPI_Buffer_detach_c(&got, &gotc));
+            CHECK(got == p && gotc == big, "Buffer_detach_c gave %p/%ld", got, (long)gotc);
+            MPI_OK(MPI_Comm_detach_buffer_c(c1, &got, &gotc));
+            CHECK(got == p && gotc == big, "Comm_detach_buffer_c gave %p/%ld", got, (long)gotc);
+            munmap(p, (size_t)big);
+        }
     }
 
     MPI_OK(MPI_Comm_free(&c1));

@@ -33,8 +33,19 @@ fn attach(e: &mut Engine, owner: Owner, buffer: *mut c_void, size: i64) -> MpiRe
 }
 
 /// Waits until no buffered send holds bytes of `owner`'s buffer, then
-/// detaches it: (address, size), or (0, 0) when none was attached.
-fn detach(e: &mut Engine, owner: Owner) -> MpiResult<(usize, usize)> {
+/// detaches it: (address, size), or (0, 0) when none was attached. A buffer
+/// larger than `max`, what the caller's size argument holds (one attached
+/// with a `_c` call, detached with an `int` one), stays attached.
+fn detach(e: &mut Engine, owner: Owner, max: usize) -> MpiResult<(usize, usize)> {
+    if let Some(size) = e.st.bsend.size_of(owner).filter(|&s| s > max) {
+        return Err(MpiError::new(
+            c::MPI_ERR_VALUE_TOO_LARGE,
+            format!(
+                "the attached buffer holds {size} bytes, more than the int size argument can \
+                 report; it stays attached (detach it with the _c form)"
+            ),
+        ));
+    }
     e.wait_until(|e| e.st.bsend.owner_drained(owner))?;
     Ok(e.st.bsend.detach(owner))
 }
@@ -104,8 +115,8 @@ macro_rules! buffer_detach {
     ($name:ident, $pname:ident, $count:ty) => {
         mpi_fn! { $name / $pname (buffer_addr: *mut c_void, size: *mut $count) -> c_int {
             call(stringify!($name), None, |e| {
-                let (addr, len) = detach(e, Owner::Process)?;
-                // SAFETY: the caller's output arguments; the size came in as $count.
+                let (addr, len) = detach(e, Owner::Process, <$count>::MAX as usize)?;
+                // SAFETY: the caller's output arguments; `detach` checked that the size fits.
                 unsafe { put_detached(buffer_addr, size, addr, len as $count) }
             })
         }}
@@ -114,8 +125,8 @@ macro_rules! buffer_detach {
         mpi_fn! { $name / $pname (comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut $count) -> c_int {
             call(stringify!($name), Some(comm), |e| {
                 let owner = comm_owner(e, comm)?;
-                let (addr, len) = detach(e, owner)?;
-                // SAFETY: the caller's output arguments; the size came in as $count.
+                let (addr, len) = detach(e, owner, <$count>::MAX as usize)?;
+                // SAFETY: the caller's output arguments; `detach` checked that the size fits.
                 unsafe { put_detached(buffer_addr, size, addr, len as $count) }
             })
         }}

@@ -73,6 +73,11 @@ impl Pools {
         Ok(())
     }
 
+    /// The size of `owner`'s buffer, if one is attached.
+    pub fn size_of(&self, owner: Owner) -> Option<usize> {
+        self.find(owner).map(|p| p.size)
+    }
+
     /// The id of `owner`'s pool, if it has one attached.
     pub fn id_of(&self, owner: Owner) -> Option<u64> {
         self.find(owner).map(|p| p.id)

@@ -94,6 +94,13 @@ impl Check {
         Ok(root as u32 == self.rank)
     }
 
+    /// Whether this rank takes part as a non-root member: always on an
+    /// intracommunicator; on an intercommunicator, in the group opposite
+    /// the root (whose root argument names a remote rank).
+    fn in_leaf_group(&self, root: c_int) -> bool {
+        !self.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL)
+    }
+
     /// Per-rank counts (and displacements, when given) of a v-form on an
     /// intracommunicator; intercommunicator arrays are checked at start.
     ///
@@ -330,7 +337,7 @@ macro_rules! gather_init_entry {
                 if k.root(root)? {
                     k.buf(recvcount, recvtype)?;
                 }
-                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                if k.in_leaf_group(root) {
                     k.send(sendbuf, sendcount, sendtype)?;
                 }
                 Ok(())
@@ -366,7 +373,7 @@ macro_rules! gatherv_init_entry {
                     // SAFETY: the root's arrays hold one entry per rank.
                     unsafe { k.counts(recvcounts.into(), Some(displs.into()), recvtype)? };
                 }
-                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                if k.in_leaf_group(root) {
                     k.send(sendbuf, sendcount, sendtype)?;
                 }
                 Ok(())
@@ -401,7 +408,7 @@ macro_rules! scatter_init_entry {
                 if k.root(root)? {
                     k.buf(sendcount, sendtype)?;
                 }
-                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                if k.in_leaf_group(root) {
                     k.send(recvbuf, recvcount, recvtype)?;
                 }
                 Ok(())
@@ -437,7 +444,7 @@ macro_rules! scatterv_init_entry {
                     // SAFETY: the root's arrays hold one entry per rank.
                     unsafe { k.counts(sendcounts.into(), Some(displs.into()), sendtype)? };
                 }
-                if !k.inter || (root != c::MPI_ROOT && root != c::MPI_PROC_NULL) {
+                if k.in_leaf_group(root) {
                     k.send(recvbuf, recvcount, recvtype)?;
                 }
                 Ok(())

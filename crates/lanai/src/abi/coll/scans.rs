@@ -393,54 +393,52 @@ unsafe fn scan_staged(
     )
 }
 
-macro_rules! scan_entry {
-    ($name:ident, $pname:ident, $count:ty) => {
+// One macro makes the blocking and nonblocking forms of a scan for one
+// count type and prefix kind.
+macro_rules! scan_entries {
+    ($name:ident, $pname:ident, $iname:ident, $piname:ident, $count:ty, $prefix:expr) => {
         mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
             if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
             // SAFETY: the caller's buffers, valid for the call.
-            unsafe { scan_staged(stringify!($name), Mode::Wait, Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+            unsafe { scan_staged(stringify!($name), Mode::Wait, $prefix, sendbuf, recvbuf, count.into(), datatype, op, comm) }
         }}
-    };
-}
-
-scan_entry!(MPI_Scan, PMPI_Scan, c_int);
-scan_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Count);
-
-macro_rules! iscan_entry {
-    ($name:ident, $pname:ident, $count:ty) => {
-        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
+        mpi_fn! { $iname / $piname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($iname), comm); }
             // SAFETY: MPI keeps the buffers valid until the request completes.
-            unsafe { scan_staged(stringify!($name), Mode::Request(request), Prefix::Inclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
+            unsafe { scan_staged(stringify!($iname), Mode::Request(request), $prefix, sendbuf, recvbuf, count.into(), datatype, op, comm) }
         }}
     };
 }
 
-iscan_entry!(MPI_Iscan, PMPI_Iscan, c_int);
-iscan_entry!(MPI_Iscan_c, PMPI_Iscan_c, MPI_Count);
-
-macro_rules! exscan_entry {
-    ($name:ident, $pname:ident, $count:ty) => {
-        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
-            // SAFETY: the caller's buffers, valid for the call.
-            unsafe { scan_staged(stringify!($name), Mode::Wait, Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-        }}
-    };
-}
-
-exscan_entry!(MPI_Exscan, PMPI_Exscan, c_int);
-exscan_entry!(MPI_Exscan_c, PMPI_Exscan_c, MPI_Count);
-
-macro_rules! iexscan_entry {
-    ($name:ident, $pname:ident, $count:ty) => {
-        mpi_fn! { $name / $pname (sendbuf: *const c_void, recvbuf: *mut c_void, count: $count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-            if crate::abi::intercomm::is_inter(comm) { return crate::abi::intercomm::undefined(stringify!($name), comm); }
-            // SAFETY: MPI keeps the buffers valid until the request completes.
-            unsafe { scan_staged(stringify!($name), Mode::Request(request), Prefix::Exclusive, sendbuf, recvbuf, count.into(), datatype, op, comm) }
-        }}
-    };
-}
-
-iexscan_entry!(MPI_Iexscan, PMPI_Iexscan, c_int);
-iexscan_entry!(MPI_Iexscan_c, PMPI_Iexscan_c, MPI_Count);
+scan_entries!(
+    MPI_Scan,
+    PMPI_Scan,
+    MPI_Iscan,
+    PMPI_Iscan,
+    c_int,
+    Prefix::Inclusive
+);
+scan_entries!(
+    MPI_Scan_c,
+    PMPI_Scan_c,
+    MPI_Iscan_c,
+    PMPI_Iscan_c,
+    MPI_Count,
+    Prefix::Inclusive
+);
+scan_entries!(
+    MPI_Exscan,
+    PMPI_Exscan,
+    MPI_Iexscan,
+    PMPI_Iexscan,
+    c_int,
+    Prefix::Exclusive
+);
+scan_entries!(
+    MPI_Exscan_c,
+    PMPI_Exscan_c,
+    MPI_Iexscan_c,
+    PMPI_Iexscan_c,
+    MPI_Count,
+    Prefix::Exclusive
+);

@@ -59,25 +59,21 @@ impl std::fmt::Display for SizeMismatch {
     }
 }
 
-/// A non-root's part of one reduce: post the contribution once its slot is free.
+/// A non-root's part of one reduce: post the contribution once its slot
+/// is free. The contribution itself stays with the caller until then, so
+/// a post that finds its slot free copies it once, straight into the slot.
 #[derive(Debug, Clone)]
 pub struct Post {
     me: usize,
     stamp: u32,
     root: usize,
-    data: Vec<u8>,
 }
 
 impl Post {
-    /// Member `me` (its input on the wires) contributes `data` to reduce
-    /// `stamp`, whose root is at position `root` of the communicator.
-    pub fn new(me: usize, stamp: u32, root: usize, data: Vec<u8>) -> Self {
-        Self {
-            me,
-            stamp,
-            root,
-            data,
-        }
+    /// Member `me` (its input on the wires) contributes to reduce `stamp`,
+    /// whose root is at position `root` of the communicator.
+    pub fn new(me: usize, stamp: u32, root: usize) -> Self {
+        Self { me, stamp, root }
     }
 
     /// The root's position in the communicator (whom to wake).
@@ -85,65 +81,76 @@ impl Post {
         self.root
     }
 
-    /// True once the contribution is in its slot (the post is then over).
-    pub fn poll(&mut self, w: &impl MailWires) -> bool {
+    /// True once `data` is in its slot (the post is then over).
+    pub fn poll(&mut self, w: &impl MailWires, data: &[u8]) -> bool {
         let slot = slot_of(self.stamp);
         if w.taken(self.me, slot) != w.filled(self.me, slot) {
             return false;
         }
-        w.fill(self.me, slot, self.stamp, &self.data);
+        w.fill(self.me, slot, self.stamp, data);
         true
     }
 }
 
-/// The root's part of one reduce: take every member's contribution.
+/// The root's part of one reduce: take every member's contribution, in
+/// communicator-rank order.
 #[derive(Debug, Clone)]
 pub struct Collect {
     stamp: u32,
-    /// Wire inputs of the members, in communicator-rank order.
-    members: Vec<usize>,
+    root: usize,
+    members: usize,
+    /// Positions below this are in `all`.
+    next: usize,
     /// Contributions by position, `len` bytes each; the root's own is there
     /// from the start.
     all: Vec<u8>,
-    have: Vec<bool>,
     len: usize,
 }
 
 impl Collect {
-    /// The root, at position `root` of `members`, collects reduce `stamp`
-    /// with its own contribution `mine`.
-    pub fn new(stamp: u32, members: Vec<usize>, root: usize, mine: &[u8]) -> Self {
+    /// The root, at position `root` of a communicator of `members`,
+    /// collects reduce `stamp` with its own contribution `mine`. `buf` is
+    /// scratch memory to collect in (its contents do not matter), so a
+    /// caller can hand the same allocation back for every reduce.
+    pub fn new(stamp: u32, members: usize, root: usize, mine: &[u8], mut buf: Vec<u8>) -> Self {
         let len = mine.len();
-        let mut all = vec![0u8; len * members.len()];
-        let mut have = vec![false; members.len()];
-        if root < members.len() {
-            all[root * len..(root + 1) * len].copy_from_slice(mine);
-            have[root] = true;
+        buf.clear();
+        buf.resize(len * members, 0);
+        if root < members {
+            buf[root * len..(root + 1) * len].copy_from_slice(mine);
         }
-        Self {
+        let mut c = Self {
             stamp,
+            root,
             members,
-            all,
-            have,
+            next: 0,
+            all: buf,
             len,
+        };
+        c.skip_root();
+        c
+    }
+
+    fn skip_root(&mut self) {
+        if self.next == self.root {
+            self.next += 1;
         }
     }
 
-    /// Takes whatever has arrived; true when every contribution is in.
-    pub fn poll(&mut self, w: &impl MailWires) -> Result<bool, SizeMismatch> {
+    /// Takes what has arrived in order; true when every contribution is
+    /// in. `wires[pos]` is the wire input of the member at position `pos`.
+    /// Later members wait for earlier ones: each has its own slots, so a
+    /// late member holds up no one else's next post.
+    pub fn poll(&mut self, w: &impl MailWires, wires: &[usize]) -> Result<bool, SizeMismatch> {
         let slot = slot_of(self.stamp);
         let len = self.len;
-        for (pos, (have, part)) in self
-            .have
-            .iter_mut()
-            .zip(self.all.chunks_exact_mut(len.max(1)))
-            .enumerate()
-        {
-            let i = self.members[pos];
-            if *have || w.filled(i, slot) != self.stamp {
-                continue;
+        while self.next < self.members {
+            let pos = self.next;
+            let i = wires[pos];
+            if w.filled(i, slot) != self.stamp {
+                return Ok(false);
             }
-            let got = w.read(i, slot, part);
+            let got = w.read(i, slot, &mut self.all[pos * len..(pos + 1) * len]);
             w.take(i, slot, self.stamp);
             if got != len {
                 return Err(SizeMismatch {
@@ -152,14 +159,16 @@ impl Collect {
                     want: len,
                 });
             }
-            *have = true;
+            self.next += 1;
+            self.skip_root();
         }
-        Ok(self.missing() == 0)
+        Ok(true)
     }
 
     /// Contributions not taken yet.
     pub fn missing(&self) -> usize {
-        self.have.iter().filter(|&&h| !h).count()
+        let left = self.members.saturating_sub(self.next);
+        left - usize::from(self.root >= self.next && self.root < self.members)
     }
 
     /// The contributions in communicator-rank order, once `poll` said so.
@@ -239,38 +248,49 @@ mod tests {
         let w = Model::new(2);
         // Member 1 posts reduces 1..=SLOTS at once; the next must wait.
         for s in 1..=SLOTS {
-            assert!(Post::new(1, s, 0, word(1, s)).poll(&w), "stamp {s}");
+            assert!(Post::new(1, s, 0).poll(&w, &word(1, s)), "stamp {s}");
         }
-        let mut late = Post::new(1, SLOTS + 1, 0, word(1, SLOTS + 1));
-        assert!(!late.poll(&w), "slot 1 still holds reduce 1");
+        let mut late = Post::new(1, SLOTS + 1, 0);
+        assert!(
+            !late.poll(&w, &word(1, SLOTS + 1)),
+            "slot 1 still holds reduce 1"
+        );
         // The root takes reduce 1, which frees its slot and nothing else.
-        let mut c = Collect::new(1, vec![0, 1], 0, &word(0, 1));
-        assert_eq!(c.poll(&w), Ok(true));
+        let mut c = Collect::new(1, 2, 0, &word(0, 1), Vec::new());
+        assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
         assert_eq!(c.parts(), vec![&word(0, 1)[..], &word(1, 1)[..]]);
-        assert!(late.poll(&w));
-        assert!(!Post::new(1, SLOTS + 2, 0, word(1, SLOTS + 2)).poll(&w));
+        assert!(late.poll(&w, &word(1, SLOTS + 1)));
+        assert!(!Post::new(1, SLOTS + 2, 0).poll(&w, &word(1, SLOTS + 2)));
     }
 
     #[test]
     fn the_root_waits_for_its_own_stamp_not_an_older_one() {
         let w = Model::new(3);
-        assert!(Post::new(2, 1, 0, word(2, 1)).poll(&w));
-        // Reduce 9 shares slot 1 with reduce 1, whose data is still there.
-        let mut c = Collect::new(SLOTS + 1, vec![0, 1, 2], 1, &word(1, 9));
-        assert_eq!(c.poll(&w), Ok(false));
-        let mut c1 = Collect::new(1, vec![0, 1, 2], 1, &word(1, 1));
-        assert!(Post::new(0, 1, 0, word(0, 1)).poll(&w));
-        assert_eq!(c1.poll(&w), Ok(true));
-        assert_eq!(c.poll(&w), Ok(false), "reduce 9 is not in yet");
+        assert!(Post::new(2, 1, 0).poll(&w, &word(2, 1)));
+        // Reduce 65 shares slot 1 with reduce 1, whose data is still there.
+        let wires = [0, 1, 2];
+        let mut c = Collect::new(SLOTS + 1, 3, 1, &word(1, 9), Vec::new());
+        assert_eq!(c.poll(&w, &wires), Ok(false));
+        let mut c1 = Collect::new(1, 3, 1, &word(1, 1), vec![7; 100]);
+        assert_eq!(c1.missing(), 2);
+        assert!(Post::new(0, 1, 0).poll(&w, &word(0, 1)));
+        assert_eq!(c1.poll(&w, &wires), Ok(true));
+        assert_eq!(c1.missing(), 0);
+        assert_eq!(
+            c1.parts(),
+            vec![&word(0, 1)[..], &word(1, 1)[..], &word(2, 1)[..]],
+            "a reused buffer's old bytes do not show"
+        );
+        assert_eq!(c.poll(&w, &wires), Ok(false), "reduce 65 is not in yet");
     }
 
     #[test]
     fn a_contribution_of_the_wrong_size_is_reported() {
         let w = Model::new(2);
-        assert!(Post::new(1, 1, 0, vec![1, 2, 3]).poll(&w));
-        let mut c = Collect::new(1, vec![0, 1], 0, &[0; 8]);
+        assert!(Post::new(1, 1, 0).poll(&w, &[1, 2, 3]));
+        let mut c = Collect::new(1, 2, 0, &[0; 8], Vec::new());
         assert_eq!(
-            c.poll(&w),
+            c.poll(&w, &[0, 1]),
             Err(SizeMismatch {
                 member: 1,
                 got: 3,
@@ -278,7 +298,7 @@ mod tests {
             })
         );
         // The slot was given back, so its owner is not stuck.
-        assert!(Post::new(1, 1 + SLOTS, 0, vec![0; 8]).poll(&w));
+        assert!(Post::new(1, 1 + SLOTS, 0).poll(&w, &[0; 8]));
     }
 
     proptest! {
@@ -296,13 +316,13 @@ mod tests {
             let w = Model::new(members);
             let wires: Vec<usize> = (0..members).rev().collect();
             // Per member: the reduce it is on and its operation in flight.
-            enum Doing { Post(Post), Collect(Collect) }
+            enum Doing { Post(Post, Vec<u8>), Collect(Collect) }
             let start = |m: usize, s: u32| {
                 let root = roots[(s - 1) as usize] % members;
                 if m == root {
-                    Doing::Collect(Collect::new(s, wires.clone(), root, &word(m, s)))
+                    Doing::Collect(Collect::new(s, members, root, &word(m, s), Vec::new()))
                 } else {
-                    Doing::Post(Post::new(wires[m], s, root, word(m, s)))
+                    Doing::Post(Post::new(wires[m], s, root), word(m, s))
                 }
             };
             let mut at: Vec<u32> = vec![1; members];
@@ -310,9 +330,9 @@ mod tests {
             let step = |m: usize, at: &mut Vec<u32>, doing: &mut Vec<Option<Doing>>| {
                 let Some(d) = doing[m].as_mut() else { return };
                 let done = match d {
-                    Doing::Post(p) => p.poll(&w),
+                    Doing::Post(p, data) => p.poll(&w, data),
                     Doing::Collect(c) => {
-                        let done = c.poll(&w).expect("sizes match");
+                        let done = c.poll(&w, &wires).expect("sizes match");
                         if done {
                             let s = at[m];
                             let want: Vec<Vec<u8>> = (0..members).map(|k| word(k, s)).collect();

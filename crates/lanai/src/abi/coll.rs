@@ -370,16 +370,16 @@ unsafe fn reduce(
         None
     };
     // MPI_IN_PLACE is only meaningful at the root, where the data is in recvbuf.
-    let data = match (in_place(sendbuf), &out) {
-        (true, Some(o)) => o.as_slice().to_vec(),
+    let data = match (in_place(sendbuf), out) {
+        (true, Some(o)) => o,
         (true, None) => {
             return Err(MpiError::new(
                 c::MPI_ERR_BUFFER,
                 "MPI_IN_PLACE is only valid at the root",
             ))
         }
-        // SAFETY: the send buffer, per the contract.
-        (false, _) => unsafe { send_data(sendbuf, count, datatype)? },
+        // SAFETY: the send buffer, valid and unchanged until completion.
+        (false, _) => unsafe { user_buf(sendbuf, count, datatype)? },
     };
     e.start_reduce(ci, data, out, root, comb, blocking)
 }
@@ -509,10 +509,10 @@ unsafe fn allreduce(
     // SAFETY: the receive buffer, per the contract.
     let out = unsafe { user_buf(recvbuf, count, datatype)? };
     let data = if in_place(sendbuf) {
-        out.as_slice().to_vec()
+        out
     } else {
-        // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, count, datatype)? }
+        // SAFETY: the send buffer, valid and unchanged until completion.
+        unsafe { user_buf(sendbuf, count, datatype)? }
     };
     e.start_allreduce(ci, data, out, comb, blocking)
 }

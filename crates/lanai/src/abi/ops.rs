@@ -132,23 +132,23 @@ pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
         Resolved::Predefined(o) => {
             if let Some(ld) = super::long_double::LongDouble::new(o, dt) {
                 return ld
-                    .map(|l| Box::new(l) as Combiner)
+                    .map(|l| Combiner::Other(Box::new(l)))
                     .map_err(|e| MpiError::new(c::MPI_ERR_OP, e));
             }
             let elem = types::reduce_elem(dt)?;
             Predefined::new(o, elem)
-                .map(|p| Box::new(p) as Combiner)
+                .map(Combiner::Predefined)
                 .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
         }
         Resolved::User(u) => {
             let (size, layout) = user_op_type(dt)?;
-            Ok(Box::new(UserCombine {
+            Ok(Combiner::Other(Box::new(UserCombine {
                 f: u.f,
                 commute: u.commute,
                 dt,
                 size,
                 layout,
-            }))
+            })))
         }
     }
 }

@@ -125,8 +125,10 @@ pub struct CentralOp {
     reduce: Option<SmallReduce>,
     /// This rank's contribution, written to its slot when it arrives: not
     /// before, since the slot of generation g + 2 is the slot of g, which
-    /// other ranks may still be reading.
-    data: Option<Vec<u8>>,
+    /// other ranks may still be reading. It is the caller's send buffer
+    /// (or its receive buffer, in place), which MPI keeps unchanged until
+    /// completion.
+    data: Option<UserBuf>,
 }
 
 /// The reduction part of a device allreduce.
@@ -328,13 +330,13 @@ impl Engine {
     pub(super) fn central_allreduce(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: UserBuf,
         op: super::coll::Combiner,
         may_agree: bool,
-    ) -> MpiResult<Result<usize, (Vec<u8>, super::coll::Combiner)>> {
+    ) -> MpiResult<Result<usize, super::coll::Combiner>> {
         if !self.device_ready(comm, data.len(), DATA_MAX, may_agree)? {
-            return Ok(Err((data, op)));
+            return Ok(Err(op));
         }
         let reduce = SmallReduce {
             len: data.len(),
@@ -383,7 +385,7 @@ impl Engine {
     fn central_start_with(
         &mut self,
         comm: usize,
-        reduce: Option<(Vec<u8>, SmallReduce)>,
+        reduce: Option<(UserBuf, SmallReduce)>,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
@@ -450,7 +452,7 @@ impl Engine {
                             .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
                         let w = dev.channel(ch);
                         if let Some(d) = op.data.take() {
-                            w.put_data(setup.me, op.dev.generation(), &d);
+                            w.put_data(setup.me, op.dev.generation(), d.as_slice());
                         }
                         match tree_done {
                             Some(true) => op.dev.release(&w),
@@ -491,7 +493,9 @@ impl Engine {
                         self.central_wake(op.comm, false)?;
                     }
                     if let Some(r) = &op.reduce {
-                        self.central_fold(op.comm, op.dev.generation(), r)?;
+                        let buf = self.st.colls.take_buf();
+                        let buf = self.central_fold(op.comm, op.dev.generation(), r, buf)?;
+                        self.st.colls.give_buf(buf);
                     }
                     self.st.reqs.complete(op.req, super::coll::coll_status());
                     did = true;
@@ -501,9 +505,15 @@ impl Engine {
         Ok(did)
     }
 
-    /// Every member's contribution, folded in the canonical order, into the
-    /// caller's buffer.
-    fn central_fold(&self, comm: usize, gen: u32, r: &SmallReduce) -> MpiResult<()> {
+    /// Every member's contribution, folded in the canonical order in `buf`
+    /// (scratch, given back), into the caller's buffer.
+    fn central_fold(
+        &self,
+        comm: usize,
+        gen: u32,
+        r: &SmallReduce,
+        mut buf: Vec<u8>,
+    ) -> MpiResult<Vec<u8>> {
         let Central::Active(Setup {
             chan: Some(ch),
             members,
@@ -517,14 +527,15 @@ impl Engine {
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
         // One buffer for every contribution, in communicator-rank order.
-        let mut all = vec![0u8; r.len * members.len()];
-        for (&i, part) in members.iter().zip(all.chunks_exact_mut(r.len)) {
+        buf.clear();
+        buf.resize(r.len * members.len(), 0);
+        for (&i, part) in members.iter().zip(buf.chunks_exact_mut(r.len)) {
             w.get_data(i, gen, part);
         }
-        let res = lanai_coll::fold_flat(all, r.len, r.op.as_ref())
+        let res = lanai_coll::fold_flat(buf, r.len, &r.op)
             .map_err(|e| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string()))?;
         r.out.write(&res);
-        Ok(())
+        Ok(res)
     }
 
     /// Wakes local members asleep on `comm`'s barrier: the futex sleepers

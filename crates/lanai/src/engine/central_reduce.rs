@@ -25,7 +25,9 @@ pub struct MailOp {
 }
 
 enum Work {
-    Post(Post),
+    /// `data` is the caller's send buffer, which MPI keeps unchanged until
+    /// the reduce completes: it is copied once, into the slot.
+    Post { post: Post, data: UserBuf },
     Collect {
         collect: Collect,
         op: Combiner,
@@ -67,17 +69,18 @@ impl Engine {
     pub(super) fn central_reduce(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
         op: Combiner,
         may_agree: bool,
-    ) -> MpiResult<Result<usize, (Vec<u8>, Combiner)>> {
+    ) -> MpiResult<Result<usize, Combiner>> {
         if !self.settings.algos.reduce_mailbox
             || !self.device_ready(comm, data.len(), MAIL_MAX, may_agree)?
         {
-            return Ok(Err((data, op)));
+            return Ok(Err(op));
         }
+        let buf = self.st.colls.take_buf();
         let shape = self.settings.algos.reduce;
         let cm = self.comms.get_mut(comm)?;
         let rank = cm.rank;
@@ -91,12 +94,24 @@ impl Engine {
         let stamp = setup.mail;
         let work = match out {
             Some(out) if rank == root => Work::Collect {
-                collect: Collect::new(stamp, setup.members().to_vec(), root as usize, &data),
+                collect: Collect::new(
+                    stamp,
+                    setup.members().len(),
+                    root as usize,
+                    data.as_slice(),
+                    buf,
+                ),
                 op,
                 out,
                 shape,
             },
-            _ => Work::Post(Post::new(setup.me(), stamp, root as usize, data)),
+            _ => {
+                self.st.colls.give_buf(buf);
+                Work::Post {
+                    post: Post::new(setup.me(), stamp, root as usize),
+                    data,
+                }
+            }
         };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.mail.push(MailOp {
@@ -122,7 +137,10 @@ impl Engine {
                     .and_then(|s| s.device())
                     .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
                 let op = &mut self.st.colls.mail[i];
-                poll(&mut op.work, &dev.channel(op.chan))
+                let Central::Active(setup) = &self.comms.get(op.comm)?.central else {
+                    return Err(MpiError::internal("mailbox reduce lost its channel"));
+                };
+                poll(&mut op.work, &dev.channel(op.chan), setup.members())
             };
             match outcome {
                 Outcome::Waiting => i += 1,
@@ -150,7 +168,10 @@ impl Engine {
                                 out,
                                 shape,
                             },
-                        ) => fold(collect, comb.as_ref(), shape).map(|r| out.write(&r)),
+                        ) => fold(collect, &comb, shape).map(|r| {
+                            out.write(&r);
+                            self.st.colls.give_buf(r);
+                        }),
                         _ => Err(MpiError::internal("a post collected")),
                     };
                     // The request completes either way; an error is the caller's.
@@ -178,7 +199,7 @@ impl Engine {
         let members = setup.members();
         let targets: &[usize] = if to_root {
             let root = match &op.work {
-                Work::Post(p) => p.root(),
+                Work::Post { post, .. } => post.root(),
                 Work::Collect { .. } => return Ok(()),
             };
             members.get(root).map(std::slice::from_ref).unwrap_or(&[])
@@ -194,10 +215,10 @@ impl Engine {
     }
 }
 
-fn poll(work: &mut Work, w: &Channel<'_>) -> Outcome {
+fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize]) -> Outcome {
     match work {
-        Work::Post(p) => {
-            if p.poll(w) {
+        Work::Post { post, data } => {
+            if post.poll(w, data.as_slice()) {
                 Outcome::Posted
             } else {
                 Outcome::Waiting
@@ -205,7 +226,7 @@ fn poll(work: &mut Work, w: &Channel<'_>) -> Outcome {
         }
         Work::Collect { collect, .. } => {
             let before = collect.missing();
-            match collect.poll(w) {
+            match collect.poll(w, wires) {
                 Err(e) => Outcome::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
                 Ok(true) => Outcome::Collected,
                 Ok(false) if collect.missing() < before => Outcome::Took,
@@ -216,7 +237,7 @@ fn poll(work: &mut Work, w: &Channel<'_>) -> Outcome {
 }
 
 /// The root's result: the binomial tree folds in place in the collected
-/// buffer; other trees walk their shape.
+/// buffer, which comes back holding it; other trees walk their shape.
 fn fold(collect: Collect, op: &dyn Combine, shape: ReduceTree) -> MpiResult<Vec<u8>> {
     let res = match shape {
         ReduceTree::Binomial => {

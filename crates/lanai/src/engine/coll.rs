@@ -17,8 +17,42 @@ use lanai_wire::envelope::{Envelope, Kind};
 use std::collections::HashMap;
 
 type Machine = Box<dyn Collective + Send>;
-/// A reduction operator as the engine carries it.
-pub type Combiner = Box<dyn Combine + Send>;
+/// A reduction operator as the engine carries it. Predefined operators
+/// are held inline, so a small reduction allocates nothing for its operator.
+pub enum Combiner {
+    Predefined(lanai_coll::Predefined),
+    Other(Box<dyn Combine + Send>),
+}
+
+impl Combine for Combiner {
+    fn combine(&self, lower: &[u8], higher: &mut [u8]) -> Result<(), lanai_coll::OpError> {
+        match self {
+            Combiner::Predefined(p) => p.combine(lower, higher),
+            Combiner::Other(o) => o.combine(lower, higher),
+        }
+    }
+
+    fn commutative(&self) -> bool {
+        match self {
+            Combiner::Predefined(p) => p.commutative(),
+            Combiner::Other(o) => o.commutative(),
+        }
+    }
+
+    fn elem_size(&self) -> Option<usize> {
+        match self {
+            Combiner::Predefined(p) => p.elem_size(),
+            Combiner::Other(o) => o.elem_size(),
+        }
+    }
+
+    fn predefined(&self) -> Option<lanai_coll::Predefined> {
+        match self {
+            Combiner::Predefined(p) => Some(*p),
+            Combiner::Other(o) => o.predefined(),
+        }
+    }
+}
 /// A message for an instance not started yet: sender and payload.
 type EarlyMsg = (u32, Vec<u8>);
 
@@ -140,7 +174,15 @@ pub struct Colls {
     pub mail: Vec<super::central_reduce::MailOp>,
     early: HashMap<(u32, u32), Vec<EarlyMsg>>,
     dirty: bool,
+    /// Buffers the shared-memory reductions fold in, kept between calls so
+    /// a small reduction allocates nothing.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare fold buffers kept, and the largest kept: the device paths fold at
+/// most a few KiB per call.
+const SPARE_BUFS: usize = 4;
+const SPARE_MAX: usize = 1 << 16;
 
 impl Colls {
     pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, payload: &[u8]) {
@@ -165,6 +207,19 @@ impl Colls {
 
     pub fn has_work(&self) -> bool {
         self.dirty
+    }
+
+    /// A fold buffer, empty, from the spares when there is one.
+    pub fn take_buf(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Gives a fold buffer back for the next call.
+    pub fn give_buf(&mut self, mut v: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFS && v.capacity() <= SPARE_MAX {
+            v.clear();
+            self.spare.push(v);
+        }
     }
 
     /// Device barriers in flight on communicator `comm`.
@@ -486,33 +541,23 @@ impl Engine {
         self.start_coll(comm, m, out)
     }
 
-    /// Reduce to `root`; `out` is the root's receive buffer.
-    pub fn reduce(
-        &mut self,
-        comm: usize,
-        data: Vec<u8>,
-        out: Option<UserBuf>,
-        root: u32,
-        op: Combiner,
-    ) -> MpiResult<()> {
-        let req = self.start_reduce(comm, data, out, root, op, true)?;
-        self.finish_coll(req)
-    }
-
     /// Small reduces on one node go through the device's mailboxes
     /// (`LANAI_REDUCE=auto`); the rest through the machines. `blocking`:
     /// `MPI_Reduce`, which may set up the device's channel on the way.
+    ///
+    /// `data` is this rank's contribution, read where a path needs it and
+    /// never after completion, as MPI allows for a send buffer.
     pub fn start_reduce(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
         op: Combiner,
         blocking: bool,
     ) -> MpiResult<usize> {
         let offered = Offered::Reduce {
-            data: &data,
+            data: data.as_slice(),
             out,
             root,
             op: &op,
@@ -522,12 +567,13 @@ impl Engine {
         if let Some(req) = self.try_offload(comm, offered, false)? {
             return Ok(req);
         }
-        let (data, op) = match self.central_reduce(comm, data, out, root, op, blocking)? {
+        let op = match self.central_reduce(comm, data, out, root, op, blocking)? {
             Ok(req) => return Ok(req),
             Err(back) => back,
         };
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;
+        let data = data.as_slice().to_vec();
         let m =
             lanai_coll::Reduce::with_tree(rank, size, root, data, op, shape).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
@@ -537,31 +583,36 @@ impl Engine {
     /// slots (`LANAI_ALLREDUCE=auto`); the rest through the machines.
     /// `blocking`: the caller waits for the result at once (`MPI_Allreduce`),
     /// so the device's channel may be set up on the way.
+    ///
+    /// `data` is read as for [`Engine::start_reduce`]: `out` may be the
+    /// same memory (`MPI_IN_PLACE`), so every path takes its copy before
+    /// it writes the result.
     pub fn start_allreduce(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: UserBuf,
         op: Combiner,
         blocking: bool,
     ) -> MpiResult<usize> {
         let offered = Offered::Allreduce {
-            data: &data,
+            data: data.as_slice(),
             out,
             op: &op,
         };
         if let Some(req) = self.try_offload(comm, offered, blocking)? {
             return Ok(req);
         }
-        let (data, op) = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
+        let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
             match self.central_allreduce(comm, data, out, op, blocking)? {
                 Ok(req) => return Ok(req),
                 Err(back) => back,
             }
         } else {
-            (data, op)
+            op
         };
         let (rank, size) = self.rank_size(comm)?;
+        let data = data.as_slice().to_vec();
         let algo = self.settings.algos.allreduce.resolve(size, data.len());
         let m = lanai_coll::allreduce(rank, size, data, op, algo).map_err(coll_err)?;
         self.start_coll(comm, m, Some(out))

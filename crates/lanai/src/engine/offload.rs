@@ -14,6 +14,7 @@ use crate::abi::userbuf::UserBuf;
 use crate::offload::desc::{Desc, Work};
 use crate::offload::server::engine_prefix;
 use crate::shm::engine_seg::{self as es, EngineSeg};
+use lanai_coll::Combine;
 use lanai_common::knobs;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;

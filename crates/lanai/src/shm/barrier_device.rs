@@ -557,19 +557,22 @@ mod tests {
                     let seg = Segment::open(name, len).unwrap();
                     let ch = Device::new(&seg, 0, n, 1).unwrap().channel(0);
                     let members: Vec<usize> = (0..n).collect();
+                    // One buffer for every collect, as the engine reuses one.
+                    let mut spare = Vec::new();
                     for s in 1..=3000u32 {
                         let root = (s as usize / 7) % n;
                         if me == root {
-                            let mut c = Collect::new(s, members.clone(), root, &word(me, s));
-                            while !c.poll(&ch).unwrap() {
+                            let mut c = Collect::new(s, n, root, &word(me, s), spare);
+                            while !c.poll(&ch, &members).unwrap() {
                                 std::thread::yield_now();
                             }
                             for (m, p) in c.parts().iter().enumerate() {
                                 assert_eq!(*p, &word(m, s)[..], "reduce {s} member {m}");
                             }
+                            spare = c.into_flat();
                         } else {
-                            let mut p = Post::new(me, s, root, word(me, s).to_vec());
-                            while !p.poll(&ch) {
+                            let mut p = Post::new(me, s, root);
+                            while !p.poll(&ch, &word(me, s)) {
                                 std::thread::yield_now();
                             }
                         }

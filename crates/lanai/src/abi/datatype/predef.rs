@@ -154,12 +154,32 @@ pub struct Predef {
     pub dt: Datatype,
 }
 
-/// Sorted by handle: every send looks its datatype up here, and a binary
-/// search over ~70 integers is far cheaper than hashing.
-fn map() -> &'static [(MPI_Datatype, Predef)] {
-    static MAP: OnceLock<Vec<(MPI_Datatype, Predef)>> = OnceLock::new();
+/// Every predefined type, and where each handle is in that list.
+struct Map {
+    list: Vec<(MPI_Datatype, Predef)>,
+    /// Position in `list` by [`slot`]; `NONE` where no handle has the slot.
+    at: [u8; 256],
+}
+
+const NONE: u8 = u8::MAX;
+
+/// A slot unique to each predefined handle: MPICH's builtin datatype
+/// handles (`0x4c00SSII`, size `SS`) differ in their low byte `II`, and the
+/// five pair types (`0x8c00000I`) sit above those. Every send and every
+/// collective looks its datatype up, so this is one index, not a search.
+fn slot(h: MPI_Datatype) -> Option<usize> {
+    let h = h as u32;
+    match h & 0xffff_0000 {
+        0x4c00_0000 if h & 0xff < 0x80 => Some((h & 0xff) as usize),
+        0x8c00_0000 if h & 0xffff < 0x80 => Some(0x80 + (h & 0xff) as usize),
+        _ => None,
+    }
+}
+
+fn map() -> &'static Map {
+    static MAP: OnceLock<Map> = OnceLock::new();
     MAP.get_or_init(|| {
-        let mut m: Vec<(MPI_Datatype, Predef)> = Vec::new();
+        let mut list: Vec<(MPI_Datatype, Predef)> = Vec::new();
         for &(h, name, kind) in TABLE {
             let dt = match kind {
                 Kind::Named(n) => Datatype::named(n),
@@ -169,21 +189,32 @@ fn map() -> &'static [(MPI_Datatype, Predef)] {
                 },
             };
             // Aliases (e.g. MPI_LONG_LONG) keep the first name listed.
-            if !m.iter().any(|(x, _)| *x == h) {
-                m.push((h, Predef { name, dt }));
+            if !list.iter().any(|(x, _)| *x == h) {
+                list.push((h, Predef { name, dt }));
             }
         }
-        m.sort_by_key(|(h, _)| *h);
-        m
+        let mut at = [NONE; 256];
+        for (i, (h, _)) in list.iter().enumerate() {
+            match slot(*h) {
+                Some(s) if at[s] == NONE && i < NONE as usize => at[s] = i as u8,
+                _ => panic!(
+                    "predefined datatype 0x{:08x} has no slot of its own",
+                    *h as u32
+                ),
+            }
+        }
+        Map { list, at }
     })
 }
 
 /// The predefined type behind `h`, if `h` is one.
 pub fn lookup(h: MPI_Datatype) -> Option<&'static Predef> {
     let m = map();
-    m.binary_search_by_key(&h, |(x, _)| *x)
-        .ok()
-        .map(|i| &m[i].1)
+    let i = m.at[slot(h)?];
+    m.list
+        .get(i as usize)
+        .filter(|(x, _)| *x == h)
+        .map(|(_, p)| p)
 }
 
 /// The canonical predefined handle for a basic kind: what a derived type
@@ -230,6 +261,20 @@ mod tests {
         assert_eq!(lookup(c::MPI_DOUBLE_INT).unwrap().dt.extent(), 16);
         assert_eq!(lookup(c::MPI_SHORT_INT).unwrap().dt.size(), 6);
         assert_eq!(lookup(c::MPI_LONG_LONG).unwrap().name, "MPI_LONG_LONG_INT");
+    }
+
+    #[test]
+    fn only_predefined_handles_are_found() {
+        // Same slot as MPI_DOUBLE, other size byte; derived and null handles.
+        for h in [
+            c::MPI_DOUBLE ^ 0x100,
+            c::MPI_DATATYPE_NULL,
+            0x8c00_0005_u32 as MPI_Datatype,
+            0x8c00_0100_u32 as MPI_Datatype,
+            0x8c00_0001_u32 as MPI_Datatype ^ 0x0100_0000,
+        ] {
+            assert!(lookup(h).is_none(), "0x{:08x}", h as u32);
+        }
     }
 
     #[test]

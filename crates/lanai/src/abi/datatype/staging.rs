@@ -461,11 +461,29 @@ pub struct Staged {
     op_dt: MPI_Datatype,
     /// Staged count per caller count (elements or bytes per instance).
     per: u64,
+    /// What a staged argument owns; `None` when the caller's buffer is
+    /// used as it is, the common case, which then allocates nothing.
+    own: Option<Box<Owned>>,
+}
+
+/// The temporaries of a staged argument.
+#[derive(Default)]
+struct Owned {
     temp: Vec<u8>,
     /// Outputs: each view is unpacked from its range of `temp`.
     unpack: Vec<Unpack>,
     /// Rewritten per-rank arrays of a v/w argument.
     arrays: Option<Arrays>,
+}
+
+impl Owned {
+    fn boxed(temp: Vec<u8>, unpack: Vec<Unpack>, arrays: Option<Arrays>) -> Option<Box<Owned>> {
+        Some(Box::new(Owned {
+            temp,
+            unpack,
+            arrays,
+        }))
+    }
 }
 
 /// A view of user memory and its range of a packed temporary.
@@ -602,9 +620,7 @@ impl Staged {
             dt,
             op_dt: dt,
             per: 1,
-            temp: Vec::new(),
-            unpack: Vec::new(),
-            arrays: None,
+            own: None,
         }
     }
 
@@ -663,13 +679,15 @@ impl Staged {
             // which sees the caller's layout again (abi/ops.rs).
             op_dt: if how.reduce { inner } else { h },
             per,
-            temp,
-            unpack: if how.output {
-                vec![(view, 0..len)]
-            } else {
-                Vec::new()
-            },
-            arrays: None,
+            own: Owned::boxed(
+                temp,
+                if how.output {
+                    vec![(view, 0..len)]
+                } else {
+                    Vec::new()
+                },
+                None,
+            ),
         })
     }
 
@@ -724,9 +742,7 @@ impl Staged {
                 dt: c::MPI_BYTE,
                 op_dt: c::MPI_BYTE,
                 per: 1,
-                temp,
-                unpack: if output { views } else { Vec::new() },
-                arrays: None,
+                own: Owned::boxed(temp, if output { views } else { Vec::new() }, None),
             },
             spans,
         )))
@@ -770,11 +786,15 @@ impl Staged {
         Ok(s.unwrap_or_else(|| Staged {
             dt: c::MPI_BYTE,
             op_dt: c::MPI_BYTE,
-            arrays: Some(Arrays {
-                counts: vec![0; cs.len()],
-                displs: vec![0; cs.len()],
-                types: Vec::new(),
-            }),
+            own: Owned::boxed(
+                Vec::new(),
+                Vec::new(),
+                Some(Arrays {
+                    counts: vec![0; cs.len()],
+                    displs: vec![0; cs.len()],
+                    types: Vec::new(),
+                }),
+            ),
             ..passed
         }))
     }
@@ -828,7 +848,7 @@ impl Staged {
         else {
             return Ok(None);
         };
-        s.arrays = Some(Arrays {
+        s.own.get_or_insert_with(Default::default).arrays = Some(Arrays {
             counts: spans
                 .iter()
                 .map(|&(_, l)| i64_of(l))
@@ -870,35 +890,41 @@ impl Staged {
 
     /// The per-rank counts to use: the staged ones, else `orig`.
     pub fn counts(&self, orig: Ints) -> Ints {
-        self.arrays
-            .as_ref()
+        self.arrays()
             .map_or(orig, |a| Ints::Wide(a.counts.as_ptr()))
     }
 
     /// The per-rank displacements to use: the staged ones, else `orig`.
     pub fn displs(&self, orig: Ints) -> Ints {
-        self.arrays
-            .as_ref()
+        self.arrays()
             .map_or(orig, |a| Ints::Wide(a.displs.as_ptr()))
     }
 
     /// The per-rank types to use (alltoallw): the staged ones, else `orig`.
     pub fn types(&self, orig: *const MPI_Datatype) -> *const MPI_Datatype {
-        match &self.arrays {
+        match self.arrays() {
             Some(a) if !a.types.is_empty() => a.types.as_ptr(),
             _ => orig,
         }
     }
 
+    fn arrays(&self) -> Option<&Arrays> {
+        self.own.as_ref().and_then(|o| o.arrays.as_ref())
+    }
+
     /// Whether this argument owns a temporary the operation uses.
     fn is_staged(&self) -> bool {
-        !self.temp.is_empty() || !self.unpack.is_empty() || self.arrays.is_some()
+        self.own
+            .as_ref()
+            .is_some_and(|o| !o.temp.is_empty() || !o.unpack.is_empty() || o.arrays.is_some())
     }
 
     /// After the collective completed: unpacks outputs into the user layout.
     pub fn finish(self) -> MpiResult<()> {
-        for (v, r) in &self.unpack {
-            v.unpack_prefix(&self.temp[r.clone()])?;
+        if let Some(o) = self.own {
+            for (v, r) in &o.unpack {
+                v.unpack_prefix(&o.temp[r.clone()])?;
+            }
         }
         Ok(())
     }

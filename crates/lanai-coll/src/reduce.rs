@@ -305,9 +305,11 @@ fn fold_binomial(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::Op
 /// per rank, in rank order), computed in place: at level `k` every `v` that
 /// is a multiple of `2^(k+1)` absorbs the subtree of `v + 2^k`, which is the
 /// order the tree walk combines children in (ascending `k`), without its
-/// per-node allocations. The result is the first `len` bytes, returned.
-/// The shared-memory paths, which see every contribution, fold here on
-/// every call.
+/// per-node allocations. A combine leaves its result in the higher operand,
+/// so the result of the subtree over ranks `[v, e)` sits in part `e - 1`
+/// and nothing is copied back between levels. The result is the first
+/// `len` bytes, returned. The shared-memory paths, which see every
+/// contribution, fold here on every call.
 pub fn fold_flat(
     mut all: Vec<u8>,
     len: usize,
@@ -321,12 +323,15 @@ pub fn fold_flat(
             if c >= n {
                 break;
             }
-            let (lo, hi) = all.split_at_mut(c * len);
-            let (acc, child) = (&mut lo[v * len..v * len + len], &mut hi[..len]);
-            op.combine(acc, child)?;
-            acc.copy_from_slice(child);
+            // Subtree v covers [v, c), subtree c covers [c, min(c + d, n)).
+            let (lo, hi) = (c - 1, (c + d).min(n) - 1);
+            let (low, high) = all.split_at_mut(hi * len);
+            op.combine(&low[lo * len..lo * len + len], &mut high[..len])?;
         }
         d *= 2;
+    }
+    if n > 1 {
+        all.copy_within((n - 1) * len..n * len, 0);
     }
     all.truncate(len);
     Ok(all)

@@ -589,21 +589,29 @@ impl Engine {
         self.start_instance(ctx, seq, me, map, m, None)
     }
 
+    /// Whether this rank has one request pending and owes no peer anything
+    /// meanwhile: no messages of ours waiting for ring or socket space, no
+    /// reply to a sender (a synchronous send's acknowledgement, a
+    /// rendezvous fetch). A peer may wait for those before it arrives at a
+    /// collective, so only then may a wait watch that one operation alone.
+    pub(super) fn owes_nothing_but_one(&self) -> bool {
+        self.st.reqs.pending() == 1
+            && !self.net.has_backlog()
+            && self.st.followups.is_empty()
+            && !self
+                .net
+                .tcp
+                .as_ref()
+                .is_some_and(|t| t.has_pending_output())
+    }
+
     /// When this rank waits on nothing but a central barrier it does not
     /// lead: the channel and generation to sleep on in the futex.
     pub(super) fn central_sleeper(&self) -> Option<(usize, u32)> {
         let [op] = &self.st.colls.central[..] else {
             return None;
         };
-        if op.dev.role() == Role::Leader || self.st.reqs.pending() != 1 {
-            return None;
-        }
-        if self
-            .net
-            .tcp
-            .as_ref()
-            .is_some_and(|t| t.has_pending_output())
-        {
+        if op.dev.role() == Role::Leader || !self.owes_nothing_but_one() {
             return None;
         }
         let Ok(cm) = self.comms.get(op.comm) else {

@@ -202,7 +202,20 @@ impl Engine {
         let mut idle_since: Option<Instant> = None;
         let mut yielding = false;
         while !done(self)? {
-            if self.progress(false)? {
+            // With only a device operation left, its wires are all there is
+            // to watch (as when it sleeps on them): a full pass over every
+            // transport would only delay seeing the last arrival.
+            let moved = if self.central_sleeper().is_some() {
+                self.drive_central()?
+            } else if self.st.colls.mail.len() == 1
+                && self.st.colls.central.is_empty()
+                && self.owes_nothing_but_one()
+            {
+                self.drive_mail()?
+            } else {
+                self.progress(false)?
+            };
+            if moved {
                 idle = 0;
                 idle_since = None;
                 yielding = false;

@@ -49,7 +49,7 @@ pub use error::{CollError, OpError};
 pub use gather::{Gather, Gatherv};
 pub use layout::Layout;
 pub use machine::{Collective, Outgoing};
-pub use ops::{combine, Combine, Elem, Op, Predefined};
+pub use ops::{combine, kernel, Combine, Elem, Kernel, Op, Predefined};
 pub use reduce::{fold_canonical, fold_flat, fold_tree, Reduce, ReduceTree};
 pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};
 pub use scan::{Exscan, Scan};

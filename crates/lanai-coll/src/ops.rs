@@ -168,6 +168,11 @@ pub trait Combine {
     fn predefined(&self) -> Option<Predefined> {
         None
     }
+    /// The operation as a [`Kernel`] chosen once, for a loop of many
+    /// combines; `None` for operations that are not predefined.
+    fn kernel(&self) -> Option<Kernel> {
+        None
+    }
 }
 
 /// A predefined operation on a predefined element kind.
@@ -201,6 +206,9 @@ impl Combine for Predefined {
     fn predefined(&self) -> Option<Predefined> {
         Some(*self)
     }
+    fn kernel(&self) -> Option<Kernel> {
+        kernel(self.op, self.elem)
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for &T {
@@ -215,6 +223,9 @@ impl<T: Combine + ?Sized> Combine for &T {
     }
     fn predefined(&self) -> Option<Predefined> {
         (**self).predefined()
+    }
+    fn kernel(&self) -> Option<Kernel> {
+        (**self).kernel()
     }
 }
 
@@ -231,6 +242,9 @@ impl<T: Combine + ?Sized> Combine for Box<T> {
     fn predefined(&self) -> Option<Predefined> {
         (**self).predefined()
     }
+    fn kernel(&self) -> Option<Kernel> {
+        (**self).kernel()
+    }
 }
 
 impl<T: Combine + ?Sized> Combine for Arc<T> {
@@ -245,6 +259,9 @@ impl<T: Combine + ?Sized> Combine for Arc<T> {
     }
     fn predefined(&self) -> Option<Predefined> {
         (**self).predefined()
+    }
+    fn kernel(&self) -> Option<Kernel> {
+        (**self).kernel()
     }
 }
 
@@ -263,40 +280,66 @@ pub fn combine(op: Op, elem: Elem, lower: &[u8], higher: &mut [u8]) -> Result<()
             elem_size,
         });
     }
-    if !op.defined_on(elem) {
-        return Err(OpError::UndefinedForElement { op, elem });
-    }
-    match op {
-        Op::Replace => {
-            higher.copy_from_slice(lower);
-            return Ok(());
-        }
-        Op::NoOp => return Ok(()),
-        _ => {}
-    }
-    match elem {
-        Elem::I8 => int_op::<i8>(op, lower, higher),
-        Elem::U8 => int_op::<u8>(op, lower, higher),
-        Elem::I16 => int_op::<i16>(op, lower, higher),
-        Elem::U16 => int_op::<u16>(op, lower, higher),
-        Elem::I32 => int_op::<i32>(op, lower, higher),
-        Elem::U32 => int_op::<u32>(op, lower, higher),
-        Elem::I64 => int_op::<i64>(op, lower, higher),
-        Elem::U64 => int_op::<u64>(op, lower, higher),
-        Elem::F32 => float_op::<f32>(op, lower, higher),
-        Elem::F64 => float_op::<f64>(op, lower, higher),
-        Elem::Bool => bool_op(op, lower, higher),
-        Elem::C32 => complex_op::<f32>(op, lower, higher),
-        Elem::C64 => complex_op::<f64>(op, lower, higher),
-        Elem::FloatInt => loc_op::<f32, i32>(op, 4, 8, lower, higher),
-        Elem::DoubleInt => loc_op::<f64, i32>(op, 8, 16, lower, higher),
-        Elem::LongInt => loc_op::<i64, i32>(op, 8, 16, lower, higher),
-        Elem::TwoInt => loc_op::<i32, i32>(op, 4, 8, lower, higher),
-        Elem::ShortInt => loc_op::<i16, i32>(op, 4, 8, lower, higher),
-        Elem::TwoF32 => loc_op::<f32, f32>(op, 4, 8, lower, higher),
-        Elem::TwoF64 => loc_op::<f64, f64>(op, 8, 16, lower, higher),
-    }
+    let k = kernel(op, elem).ok_or(OpError::UndefinedForElement { op, elem })?;
+    k(lower, higher);
     Ok(())
+}
+
+/// One predefined operation on one element kind, chosen once:
+/// `higher[i] = lower[i] op higher[i]` over two operands of equal length,
+/// a whole number of elements (the caller checks; [`combine`] does).
+pub type Kernel = fn(&[u8], &mut [u8]);
+
+/// Every operation as a kernel for one element kind: each arm fixes the
+/// operation, so the inlined loop has no dispatch left in it.
+macro_rules! by_op {
+    ($op:expr, $f:ident $(:: <$($t:ty),*>)? $(, $a:expr)*) => {
+        match $op {
+            Op::Max => (|l, h| $f$(::<$($t),*>)?(Op::Max $(, $a)*, l, h)) as Kernel,
+            Op::Min => |l, h| $f$(::<$($t),*>)?(Op::Min $(, $a)*, l, h),
+            Op::Sum => |l, h| $f$(::<$($t),*>)?(Op::Sum $(, $a)*, l, h),
+            Op::Prod => |l, h| $f$(::<$($t),*>)?(Op::Prod $(, $a)*, l, h),
+            Op::Land => |l, h| $f$(::<$($t),*>)?(Op::Land $(, $a)*, l, h),
+            Op::Band => |l, h| $f$(::<$($t),*>)?(Op::Band $(, $a)*, l, h),
+            Op::Lor => |l, h| $f$(::<$($t),*>)?(Op::Lor $(, $a)*, l, h),
+            Op::Bor => |l, h| $f$(::<$($t),*>)?(Op::Bor $(, $a)*, l, h),
+            Op::Lxor => |l, h| $f$(::<$($t),*>)?(Op::Lxor $(, $a)*, l, h),
+            Op::Bxor => |l, h| $f$(::<$($t),*>)?(Op::Bxor $(, $a)*, l, h),
+            Op::Maxloc => |l, h| $f$(::<$($t),*>)?(Op::Maxloc $(, $a)*, l, h),
+            Op::Minloc => |l, h| $f$(::<$($t),*>)?(Op::Minloc $(, $a)*, l, h),
+            Op::Replace => |l, h| h.copy_from_slice(l),
+            Op::NoOp => |_, _| {},
+        }
+    };
+}
+
+/// The kernel for `op` on `elem`, or `None` where MPI does not define it.
+pub fn kernel(op: Op, elem: Elem) -> Option<Kernel> {
+    if !op.defined_on(elem) {
+        return None;
+    }
+    Some(match elem {
+        Elem::I8 => by_op!(op, int_op::<i8>),
+        Elem::U8 => by_op!(op, int_op::<u8>),
+        Elem::I16 => by_op!(op, int_op::<i16>),
+        Elem::U16 => by_op!(op, int_op::<u16>),
+        Elem::I32 => by_op!(op, int_op::<i32>),
+        Elem::U32 => by_op!(op, int_op::<u32>),
+        Elem::I64 => by_op!(op, int_op::<i64>),
+        Elem::U64 => by_op!(op, int_op::<u64>),
+        Elem::F32 => by_op!(op, float_op::<f32>),
+        Elem::F64 => by_op!(op, float_op::<f64>),
+        Elem::Bool => by_op!(op, bool_op),
+        Elem::C32 => by_op!(op, complex_op::<f32>),
+        Elem::C64 => by_op!(op, complex_op::<f64>),
+        Elem::FloatInt => by_op!(op, loc_op::<f32, i32>, 4, 8),
+        Elem::DoubleInt => by_op!(op, loc_op::<f64, i32>, 8, 16),
+        Elem::LongInt => by_op!(op, loc_op::<i64, i32>, 8, 16),
+        Elem::TwoInt => by_op!(op, loc_op::<i32, i32>, 4, 8),
+        Elem::ShortInt => by_op!(op, loc_op::<i16, i32>, 4, 8),
+        Elem::TwoF32 => by_op!(op, loc_op::<f32, f32>, 4, 8),
+        Elem::TwoF64 => by_op!(op, loc_op::<f64, f64>, 8, 16),
+    })
 }
 
 /// A fixed-size little-endian scalar.
@@ -403,6 +446,7 @@ fn truth<T: Int>(b: bool) -> T {
     }
 }
 
+#[inline(always)]
 fn int_op<T: Int>(op: Op, lower: &[u8], higher: &mut [u8]) {
     match op {
         Op::Max => zip::<T>(lower, higher, |a, b| a.max(b)),
@@ -422,6 +466,7 @@ fn int_op<T: Int>(op: Op, lower: &[u8], higher: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn float_op<T: Float>(op: Op, lower: &[u8], higher: &mut [u8]) {
     match op {
         // IEEE maxNum/minNum: a NaN operand loses to a number.
@@ -433,6 +478,7 @@ fn float_op<T: Float>(op: Op, lower: &[u8], higher: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn bool_op(op: Op, lower: &[u8], higher: &mut [u8]) {
     let f: fn(bool, bool) -> bool = match op {
         Op::Land => |a, b| a && b,
@@ -445,6 +491,7 @@ fn bool_op(op: Op, lower: &[u8], higher: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn complex_op<T: Float>(op: Op, lower: &[u8], higher: &mut [u8]) {
     let n = T::SIZE;
     for (l, h) in lower
@@ -465,6 +512,7 @@ fn complex_op<T: Float>(op: Op, lower: &[u8], higher: &mut [u8]) {
 }
 
 /// MAXLOC/MINLOC on `(value, index)` pairs laid out with the index at `idx_at`.
+#[inline(always)]
 fn loc_op<V: Scalar, I: Scalar>(
     op: Op,
     idx_at: usize,

@@ -316,6 +316,11 @@ pub fn fold_flat(
     op: &dyn Combine,
 ) -> Result<Vec<u8>, crate::OpError> {
     let n = all.len().checked_div(len).unwrap_or(0);
+    // A predefined operation is chosen once for the whole fold, once its
+    // parts are known to hold whole elements.
+    let kernel = op
+        .kernel()
+        .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
     let mut d = 1;
     while d < n {
         for v in (0..n).step_by(2 * d) {
@@ -326,7 +331,11 @@ pub fn fold_flat(
             // Subtree v covers [v, c), subtree c covers [c, min(c + d, n)).
             let (lo, hi) = (c - 1, (c + d).min(n) - 1);
             let (low, high) = all.split_at_mut(hi * len);
-            op.combine(&low[lo * len..lo * len + len], &mut high[..len])?;
+            let (low, high) = (&low[lo * len..lo * len + len], &mut high[..len]);
+            match kernel {
+                Some(k) => k(low, high),
+                None => op.combine(low, high)?,
+            }
         }
         d *= 2;
     }

@@ -52,6 +52,13 @@ impl Combine for Combiner {
             Combiner::Other(o) => o.predefined(),
         }
     }
+
+    fn kernel(&self) -> Option<lanai_coll::Kernel> {
+        match self {
+            Combiner::Predefined(p) => p.kernel(),
+            Combiner::Other(o) => o.kernel(),
+        }
+    }
 }
 /// A message for an instance not started yet: sender and payload.
 type EarlyMsg = (u32, Vec<u8>);

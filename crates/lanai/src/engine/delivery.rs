@@ -13,6 +13,16 @@ pub const FIN: u8 = 1;
 /// Envelope flag on `RndvRts`: the payload lists the sender's pieces
 /// (`cma::encode`) instead of one address.
 pub const SEGMENTS: u8 = 2;
+/// Envelope flag on `RndvCts`: a shared copy. Instead of streaming, the
+/// sender writes one range of the message straight into the receiver's
+/// memory while the receiver reads the rest, so two cores copy at once.
+/// Payload: the receive's cookie, the destination address of the range,
+/// and the range's first and end byte, 8 little-endian bytes each.
+pub const HELP: u8 = 4;
+/// Envelope flag on `RndvData` to the receive's cookie: the sender's range
+/// of a shared copy is in place (with [`FAILED`]: it could not write it).
+pub const HELPED: u8 = 4;
+pub const FAILED: u8 = 8;
 
 /// Work that delivery found but could not do while a transport was borrowed.
 #[derive(Debug)]
@@ -35,6 +45,41 @@ pub enum Followup {
         to: u32,
         recv_cookie: u64,
     },
+    /// The receiver asked us to write bytes `lo..hi` of send request
+    /// `cookie` to `dst` in its memory (see [`HELP`]).
+    Help {
+        cookie: u64,
+        to: u32,
+        recv_cookie: u64,
+        dst: u64,
+        lo: u64,
+        hi: u64,
+    },
+    /// The sender's range of shared copy `recv_cookie` is in place (`ok`).
+    Helped {
+        recv_cookie: u64,
+        ok: bool,
+    },
+    /// Tell the sender its rendezvous message is fully received.
+    Fin {
+        to: u32,
+        cookie: u64,
+    },
+}
+
+/// A receive whose sender writes part of the data (see [`HELP`]): it
+/// completes when our read of the rest and the sender's write are both done.
+#[derive(Debug)]
+pub struct SharedCopy {
+    pub recv_cookie: u64,
+    pub req: usize,
+    pub from: u32,
+    pub send_cookie: u64,
+    /// The status to complete with.
+    pub status: Status,
+    /// The message's length as sent (a fallback to streaming needs it).
+    pub len: u64,
+    pub read_ok: bool,
 }
 
 /// Receive-side state that transports deliver into.
@@ -57,6 +102,8 @@ pub struct State {
     /// Piece lists of arrived non-contiguous RTSs, by (sender, cookie),
     /// until fetched (empty: the list was malformed; stream instead).
     pub rndv_runs: Vec<(u32, u64, Vec<RemoteRun>)>,
+    /// Receives waiting for their sender's part of a shared copy.
+    pub shared_copies: Vec<SharedCopy>,
 }
 
 impl State {
@@ -121,15 +168,33 @@ impl State {
             }
             Kind::SyncAck => self.complete_send(env.cookie),
             Kind::RndvCts => {
-                let recv_cookie = payload
-                    .get(..8)
-                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-                self.followups.push(Followup::Stream {
-                    cookie: env.cookie,
-                    to: from,
-                    recv_cookie,
-                });
+                let word = |i: usize| {
+                    payload
+                        .get(i * 8..i * 8 + 8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                };
+                let recv_cookie = word(0).unwrap_or(0);
+                self.followups
+                    .push(match (env.flags & HELP != 0, word(1), word(2), word(3)) {
+                        (true, Some(dst), Some(lo), Some(hi)) => Followup::Help {
+                            cookie: env.cookie,
+                            to: from,
+                            recv_cookie,
+                            dst,
+                            lo,
+                            hi,
+                        },
+                        _ => Followup::Stream {
+                            cookie: env.cookie,
+                            to: from,
+                            recv_cookie,
+                        },
+                    });
             }
+            Kind::RndvData if env.flags & HELPED != 0 => self.followups.push(Followup::Helped {
+                recv_cookie: env.cookie,
+                ok: env.flags & FAILED == 0,
+            }),
             Kind::RndvData if env.flags & FIN != 0 => self.complete_send(env.cookie),
             Kind::RndvData => self.stream_chunk(&env, payload),
             Kind::Coll => self

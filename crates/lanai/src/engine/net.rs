@@ -33,6 +33,8 @@ pub struct Counters {
     /// rather than a wake-up (a high share means lost or late wake-ups).
     pub sleeps: u64,
     pub sleep_timeouts: u64,
+    /// Rendezvous receives whose sender copied half (`delivery::HELP`).
+    pub shared_copies: u64,
 }
 
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! Point-to-point protocols: eager, synchronous and rendezvous sends,
 //! receives, probes and cancellation.
 
-use super::delivery::{Followup, FIN, SEGMENTS};
+use super::delivery::{Followup, SharedCopy, FAILED, FIN, HELP, HELPED, SEGMENTS};
 use super::error::{MpiError, MpiResult};
 use super::matching::{Held, Posted, Unexpected, ANY_SOURCE};
 use super::net::Route;
@@ -29,6 +29,11 @@ const MIN_LOCAL_PIECE: usize = 64;
 /// buffer: large enough to amortise the system call, small enough to stay
 /// in cache.
 const BOUNCE: usize = 1 << 20;
+/// Smallest rendezvous message whose copy the sender shares (see
+/// `delivery::HELP`): one copy is bound by one core's memory bandwidth,
+/// and two cores copying halves measured about 1.7 times that here; below
+/// this the extra message does not pay.
+const SHARED_COPY_MIN: usize = 256 << 10;
 
 impl Engine {
     /// Starts a send. Returns the request, or None when it already completed
@@ -249,6 +254,16 @@ impl Engine {
                     to,
                     recv_cookie,
                 } => self.stream(cookie, to, recv_cookie)?,
+                Followup::Help {
+                    cookie,
+                    to,
+                    recv_cookie,
+                    dst,
+                    lo,
+                    hi,
+                } => self.help(cookie, to, recv_cookie, dst, lo..hi)?,
+                Followup::Helped { recv_cookie, ok } => self.helped(recv_cookie, ok)?,
+                Followup::Fin { to, cookie } => self.send_fin(to, cookie)?,
             }
         }
         Ok(())
@@ -286,6 +301,23 @@ impl Engine {
             runs.is_empty() && len > 0,
         ) {
             let pid = self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local));
+            let one_run = matches!(runs[..], [cma::RemoteRun { count: 1, .. }]);
+            let sender_waits = self.net.shm.as_ref().is_some_and(|s| s.peer_waiting(local));
+            if one_run
+                && buf.is_contiguous()
+                && n >= SHARED_COPY_MIN
+                && !self.settings.oversubscribed
+                && sender_waits
+            {
+                let status = Status {
+                    source: src,
+                    tag,
+                    error,
+                    count: n as u64,
+                    cancelled: false,
+                };
+                return self.fetch_shared(req, from, pid, &runs, buf, status, len, cookie);
+            }
             // Pieces too small for an iovec each come through a bounce
             // buffer and are unpacked from there.
             let read = if buf.mean_piece() < MIN_LOCAL_PIECE {
@@ -316,17 +348,7 @@ impl Engine {
                     };
                     return self.net_send(from, &env, &[]);
                 }
-                Err(e) => {
-                    debug_log(true, self.job.rank, || {
-                        format!(
-                            "single-copy read failed ({e}); copying through shared memory instead"
-                        )
-                    });
-                    // Only a refusal by the kernel is permanent.
-                    if matches!(e, nix::Error::EPERM | nix::Error::ENOSYS) {
-                        self.settings.single_copy = false;
-                    }
-                }
+                Err(e) => self.single_copy_failed(e),
             }
         }
         // Streamed: remember the total length; chunks fill `filled`.
@@ -350,6 +372,169 @@ impl Engine {
             cookie,
         };
         self.net_send(from, &env, &recv_cookie.to_le_bytes())
+    }
+
+    fn single_copy_failed(&mut self, e: nix::Error) {
+        debug_log(true, self.job.rank, || {
+            format!("single-copy read failed ({e}); copying through shared memory instead")
+        });
+        // Only a refusal by the kernel is permanent.
+        if matches!(e, nix::Error::EPERM | nix::Error::ENOSYS) {
+            self.settings.single_copy = false;
+        }
+    }
+
+    /// Receiver side of a shared copy: ask the sender to write the second
+    /// half of the first `status.count` bytes into `buf` while we read the
+    /// first half; the receive completes when both are in (`helped`).
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_shared(
+        &mut self,
+        req: usize,
+        from: u32,
+        pid: i32,
+        runs: &[cma::RemoteRun],
+        buf: UserBuf,
+        status: Status,
+        len: u64,
+        cookie: u64,
+    ) -> MpiResult<()> {
+        let n = status.count;
+        // Page-aligned, so neither side pins a page the other one copies.
+        let split = (n / 2) & !4095;
+        let recv_cookie = self.st.reqs.cookie(req);
+        let mut payload = [0u8; 32];
+        for (i, w) in [recv_cookie, buf.addr() as u64 + split, split, n]
+            .into_iter()
+            .enumerate()
+        {
+            payload[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        let env = Envelope {
+            kind: Kind::RndvCts,
+            flags: HELP,
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            cookie,
+        };
+        self.net_send(from, &env, &payload)?;
+        let read = cma::read_into(pid, runs, &buf, split as usize);
+        if let Err(e) = read {
+            self.single_copy_failed(e);
+        }
+        self.st.shared_copies.push(SharedCopy {
+            recv_cookie,
+            req,
+            from,
+            send_cookie: cookie,
+            status,
+            len,
+            read_ok: read.is_ok(),
+        });
+        Ok(())
+    }
+
+    /// Sender side of a shared copy: write `range` of send request
+    /// `cookie`'s data to `dst` in the receiver, then say so. The send
+    /// completes on the receiver's FIN, which follows our word.
+    fn help(
+        &mut self,
+        cookie: u64,
+        to: u32,
+        recv_cookie: u64,
+        dst: u64,
+        range: std::ops::Range<u64>,
+    ) -> MpiResult<()> {
+        let pid = match self.net.routes[to as usize] {
+            Route::Shm(local) => self.net.shm.as_ref().map_or(0, |s| s.peer_pid(local)),
+            _ => 0,
+        };
+        let ok = match self
+            .st
+            .reqs
+            .by_cookie(cookie)
+            .and_then(|i| self.st.reqs.get(i))
+        {
+            Some(r) => match &r.op {
+                Op::Send { buf, owned, .. } => {
+                    let data = owned.as_deref().unwrap_or_else(|| buf.as_slice());
+                    let part = usize::try_from(range.start)
+                        .ok()
+                        .zip(usize::try_from(range.end).ok())
+                        .and_then(|(lo, hi)| data.get(lo..hi));
+                    pid > 0 && part.is_some_and(|p| cma::write_to(pid, p, dst).is_ok())
+                }
+                _ => false,
+            },
+            None => false,
+        };
+        let env = Envelope {
+            kind: Kind::RndvData,
+            flags: if ok { HELPED } else { HELPED | FAILED },
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            cookie: recv_cookie,
+        };
+        self.net_send(to, &env, &[])
+    }
+
+    /// The sender's part of shared copy `recv_cookie` is done (`ok`) or
+    /// failed: complete the receive, or have the whole message streamed.
+    fn helped(&mut self, recv_cookie: u64, ok: bool) -> MpiResult<()> {
+        let Some(i) = self
+            .st
+            .shared_copies
+            .iter()
+            .position(|s| s.recv_cookie == recv_cookie)
+        else {
+            return Ok(());
+        };
+        let s = self.st.shared_copies.swap_remove(i);
+        if ok && s.read_ok {
+            self.net.counters.shared_copies += 1;
+            self.st.reqs.complete(s.req, s.status);
+            return self.send_fin(s.from, s.send_cookie);
+        }
+        // Either copy failed: the sender streams everything instead (its
+        // send is still open, since no FIN went out).
+        if let Some(r) = self.st.reqs.get_mut(s.req) {
+            r.status = Status {
+                count: s.len,
+                error: 0,
+                ..s.status
+            };
+            if let Op::Recv { filled, .. } = &mut r.op {
+                *filled = 0;
+            }
+        }
+        let env = Envelope {
+            kind: Kind::RndvCts,
+            flags: 0,
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            cookie: s.send_cookie,
+        };
+        self.net_send(s.from, &env, &recv_cookie.to_le_bytes())
+    }
+
+    /// Tells a rendezvous sender its message is received.
+    fn send_fin(&mut self, to: u32, cookie: u64) -> MpiResult<()> {
+        let env = Envelope {
+            kind: Kind::RndvData,
+            flags: FIN,
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            cookie,
+        };
+        self.net_send(to, &env, &[])
     }
 
     /// Sender side of a streamed rendezvous: queue every chunk, then complete.

@@ -196,8 +196,19 @@ impl Engine {
     /// is oversubscribed) block.
     pub fn wait_until_mut(
         &mut self,
-        mut done: impl FnMut(&mut Self) -> MpiResult<bool>,
+        done: impl FnMut(&mut Self) -> MpiResult<bool>,
     ) -> MpiResult<()> {
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.set_waiting(true);
+        }
+        let r = self.wait_loop(done);
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.set_waiting(false);
+        }
+        r
+    }
+
+    fn wait_loop(&mut self, mut done: impl FnMut(&mut Self) -> MpiResult<bool>) -> MpiResult<()> {
         let mut idle = 0u32;
         let mut idle_since: Option<Instant> = None;
         let mut yielding = false;

@@ -254,6 +254,34 @@ where
     Ok(())
 }
 
+/// Copies `src` into process `pid` at `addr`: a rendezvous sender's part
+/// of a copy it shares with the receiver, which reads the rest meanwhile.
+pub fn write_to(pid: i32, src: &[u8], addr: u64) -> nix::Result<()> {
+    let mut done = 0;
+    while done < src.len() {
+        let rest = &src[done..];
+        let local = libc::iovec {
+            iov_base: rest.as_ptr() as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        // SAFETY: the local iovec covers `rest`, which the kernel only
+        // reads; the kernel checks the remote one against `pid`.
+        let got = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        if got < 0 {
+            return Err(Errno::last());
+        }
+        if got == 0 {
+            return Err(Errno::EFAULT);
+        }
+        done += got as usize;
+    }
+    Ok(())
+}
+
 /// Copies `dst.len()` bytes from `addr` in process `pid` into `dst`: the
 /// one-run case of [`read_into`].
 pub fn read_from(pid: i32, addr: usize, dst: &UserBuf) -> nix::Result<()> {
@@ -375,5 +403,17 @@ mod tests {
             assert_eq!(dst[2 * i], v, "element {i}");
             assert_eq!(dst[2 * i + 1], 0xa5, "hole {i}");
         }
+    }
+
+    #[test]
+    fn write_to_fills_the_remote_range_only() {
+        let src: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut dst = vec![0u8; 400_000];
+        let at = dst.as_mut_ptr() as u64 + 1000;
+        write_to(me(), &src, at).expect("write to ourselves");
+        assert!(dst[..1000].iter().all(|&b| b == 0));
+        assert_eq!(&dst[1000..301_000], &src[..]);
+        assert!(dst[301_000..].iter().all(|&b| b == 0));
+        assert_eq!(write_to(me(), &src, 8), Err(Errno::EFAULT));
     }
 }

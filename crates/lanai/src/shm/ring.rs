@@ -183,6 +183,21 @@ impl ShmNode {
             != 0
     }
 
+    /// Marks this rank as waiting inside an MPI call, or not. A receiver
+    /// asks a sender to share a copy only while the sender waits, since
+    /// a rank busy outside MPI would answer late. The word shares the pid's
+    /// line, which peers read rarely, not the sleeping flag's.
+    pub fn set_waiting(&self, waiting: bool) {
+        self.atomic_u32(self.ctrl(self.me) + 72)
+            .store(u32::from(waiting), Ordering::Relaxed);
+    }
+
+    pub fn peer_waiting(&self, local: usize) -> bool {
+        self.atomic_u32(self.ctrl(local) + 72)
+            .load(Ordering::Relaxed)
+            != 0
+    }
+
     /// Marks this rank as about to sleep (or awake). The fence pairs with the
     /// one in [`ShmNode::peer_sleeping`]: either the sleeper sees the new
     /// message on its last poll, or the sender sees the flag and wakes it.

@@ -370,6 +370,38 @@ mod tests {
     }
 
     #[test]
+    fn a_predefined_kernel_folds_as_the_tree_walk_combines() {
+        // Float sums of mixed magnitudes: any change of grouping shows in
+        // the bits. The flat fold runs the kernel, the walk `combine`.
+        let op = crate::Predefined::new(crate::Op::Sum, crate::Elem::F64).unwrap();
+        assert!(op.kernel().is_some());
+        for n in 1..70u32 {
+            let parts: Vec<Vec<u8>> = (0..n)
+                .map(|r| {
+                    [
+                        1e16 * f64::from(r % 3),
+                        1.0 + f64::from(r) / 7.0,
+                        -3e-5 * f64::from(r),
+                    ]
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect()
+                })
+                .collect();
+            let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+            let flat = fold_flat(parts.concat(), 24, &op).unwrap();
+            let walk = fold_walk(&refs, &op, ReduceTree::Binomial).unwrap();
+            assert_eq!(flat, walk, "{n} parts");
+        }
+    }
+
+    #[test]
+    fn a_partial_element_is_refused_by_the_kernel_path_too() {
+        let op = crate::Predefined::new(crate::Op::Sum, crate::Elem::F64).unwrap();
+        assert!(fold_flat(vec![0; 20], 10, &op).is_err());
+    }
+
+    #[test]
     fn the_level_by_level_binomial_fold_groups_as_the_tree_walk() {
         for n in 1..70u64 {
             let parts: Vec<Vec<u8>> = (0..n)

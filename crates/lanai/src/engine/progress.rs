@@ -51,7 +51,11 @@ impl Engine {
         if let Some(tcp) = self.net.tcp.as_mut() {
             // A system call per pass would slow shared memory down; TCP is
             // polled every few passes unless we are about to block anyway.
-            if may_block || self.tick.is_multiple_of(8) || tcp.has_pending_output() {
+            // With no shared-memory peer there is nothing else to poll, and
+            // an oversubscribed rank yields after each idle pass, which
+            // costs far more than the system call.
+            let every_pass = self.net.shm.is_none() || self.settings.oversubscribed;
+            if may_block || every_pass || self.tick.is_multiple_of(8) || tcp.has_pending_output() {
                 let st = &mut self.st;
                 let p = tcp
                     .progress(Some(Duration::ZERO), &mut |from, env, payload| {

@@ -497,3 +497,87 @@ fn connect_without_sending_and_wake_fd() {
         assert!(p.wake_fd_ready);
     });
 }
+
+/// Direct reads of the last connection a message came on: a receiver fed
+/// by two peers in turn, one of them streaming, gets every message in order
+/// per sender (the streaming one does not starve the other), and the hot
+/// connection's goodbye and a peer's loss are seen through the direct path.
+#[test]
+fn direct_reads_keep_order_fairness_and_endings() {
+    with_timeout(60, || {
+        let mut ts = world(3);
+        ts[1].set_direct_reads(true);
+        let mut got = vec![Vec::new(), Vec::new(), Vec::new()];
+        let mut sent = [0i32; 3];
+        let len = |tag: i32| (tag as usize * 7) % 120;
+        for round in 0..400 {
+            // Rank 0 streams; rank 2 sends one message every fourth round.
+            for _ in 0..3 {
+                let t = sent[0];
+                ts[0]
+                    .send(1, &env(0, t, len(t)), &payload(0, t, len(t)))
+                    .unwrap();
+                sent[0] += 1;
+            }
+            if round % 4 == 0 {
+                let t = sent[2];
+                ts[2]
+                    .send(1, &env(2, t, len(t)), &payload(2, t, len(t)))
+                    .unwrap();
+                sent[2] += 1;
+            }
+            poll_once(&mut ts, &mut got);
+        }
+        let want = (sent[0] + sent[2]) as usize;
+        drive(&mut ts, &mut got, 30, |g| g[1].len() == want);
+        check(&got[1], 0, (0..sent[0]).map(|t| (t, len(t))));
+        check(&got[1], 2, (0..sent[2]).map(|t| (t, len(t))));
+
+        // The hot connection (rank 2 spoke last) ends with a goodbye.
+        ts[2]
+            .send(1, &env(2, 9999, 5), &payload(2, 9999, 5))
+            .unwrap();
+        drive(&mut ts, &mut got, 10, |g| g[1].len() == want + 1);
+        let mut t2 = ts.remove(2);
+        t2.shutdown(Duration::from_secs(5), &mut |_, _, _| {})
+            .unwrap();
+        drop(t2);
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            ts[1]
+                .progress(Some(Duration::ZERO), &mut |_, _, _| {})
+                .unwrap();
+        }
+        assert!(matches!(
+            ts[1].send(2, &env(1, 1, 0), &[]),
+            Err(TcpError::PeerClosed { rank: 2 })
+        ));
+
+        // Rank 0, hot again, vanishes without a word: the loss is named.
+        ts[0]
+            .send(1, &env(0, 9999, 1), &payload(0, 9999, 1))
+            .unwrap();
+        let mut last = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while last.is_empty() {
+            assert!(Instant::now() < deadline, "last message not delivered");
+            ts[1]
+                .progress(Some(Duration::ZERO), &mut |f, e, p| {
+                    last.push((f, e, p.to_vec()))
+                })
+                .unwrap();
+        }
+        drop(ts.remove(0));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let err = loop {
+            assert!(Instant::now() < deadline, "loss not reported");
+            if let Err(e) = ts[0].progress(Some(Duration::ZERO), &mut |_, _, _| {}) {
+                break e;
+            }
+        };
+        assert!(
+            matches!(err, TcpError::PeerLost { rank: 0, .. }),
+            "got {err}"
+        );
+    });
+}

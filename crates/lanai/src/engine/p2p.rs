@@ -231,15 +231,7 @@ impl Engine {
         while let Some(f) = self.st.followups.pop() {
             match f {
                 Followup::SyncAck { to, cookie } => {
-                    let env = Envelope {
-                        kind: Kind::SyncAck,
-                        flags: 0,
-                        ctx: 0,
-                        src: 0,
-                        tag: 0,
-                        len: 0,
-                        cookie,
-                    };
+                    let env = control(Kind::SyncAck, 0, cookie);
                     self.net_send(to, &env, &[])?;
                 }
                 Followup::Fetch {
@@ -337,16 +329,7 @@ impl Engine {
                             cancelled: false,
                         },
                     );
-                    let env = Envelope {
-                        kind: Kind::RndvData,
-                        flags: FIN,
-                        ctx: 0,
-                        src: 0,
-                        tag: 0,
-                        len: 0,
-                        cookie,
-                    };
-                    return self.net_send(from, &env, &[]);
+                    return self.send_fin(from, cookie);
                 }
                 Err(e) => self.single_copy_failed(e),
             }
@@ -362,15 +345,7 @@ impl Engine {
             };
         }
         let recv_cookie = self.st.reqs.cookie(req);
-        let env = Envelope {
-            kind: Kind::RndvCts,
-            flags: 0,
-            ctx: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            cookie,
-        };
+        let env = control(Kind::RndvCts, 0, cookie);
         self.net_send(from, &env, &recv_cookie.to_le_bytes())
     }
 
@@ -410,15 +385,7 @@ impl Engine {
         {
             payload[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        let env = Envelope {
-            kind: Kind::RndvCts,
-            flags: HELP,
-            ctx: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            cookie,
-        };
+        let env = control(Kind::RndvCts, HELP, cookie);
         self.net_send(from, &env, &payload)?;
         let read = cma::read_into(pid, runs, &buf, split as usize);
         if let Err(e) = read {
@@ -470,15 +437,11 @@ impl Engine {
             },
             None => false,
         };
-        let env = Envelope {
-            kind: Kind::RndvData,
-            flags: if ok { HELPED } else { HELPED | FAILED },
-            ctx: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            cookie: recv_cookie,
-        };
+        let env = control(
+            Kind::RndvData,
+            if ok { HELPED } else { HELPED | FAILED },
+            recv_cookie,
+        );
         self.net_send(to, &env, &[])
     }
 
@@ -511,29 +474,13 @@ impl Engine {
                 *filled = 0;
             }
         }
-        let env = Envelope {
-            kind: Kind::RndvCts,
-            flags: 0,
-            ctx: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            cookie: s.send_cookie,
-        };
+        let env = control(Kind::RndvCts, 0, s.send_cookie);
         self.net_send(s.from, &env, &recv_cookie.to_le_bytes())
     }
 
     /// Tells a rendezvous sender its message is received.
     fn send_fin(&mut self, to: u32, cookie: u64) -> MpiResult<()> {
-        let env = Envelope {
-            kind: Kind::RndvData,
-            flags: FIN,
-            ctx: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            cookie,
-        };
+        let env = control(Kind::RndvData, FIN, cookie);
         self.net_send(to, &env, &[])
     }
 
@@ -659,5 +606,19 @@ impl Engine {
         }
         // Sends that already left cannot be cancelled; MPI allows that outcome.
         Ok(())
+    }
+}
+
+/// A control message of the rendezvous and synchronous protocols: no
+/// matching fields, no length, only the cookie naming the request.
+fn control(kind: Kind, flags: u8, cookie: u64) -> Envelope {
+    Envelope {
+        kind,
+        flags,
+        ctx: 0,
+        src: 0,
+        tag: 0,
+        len: 0,
+        cookie,
     }
 }

@@ -80,7 +80,6 @@ impl Engine {
         {
             return Ok(Err(op));
         }
-        let buf = self.st.colls.take_buf();
         let shape = self.settings.algos.reduce;
         let cm = self.comms.get_mut(comm)?;
         let rank = cm.rank;
@@ -99,19 +98,16 @@ impl Engine {
                     setup.members().len(),
                     root as usize,
                     data.as_slice(),
-                    buf,
+                    self.st.colls.take_buf(),
                 ),
                 op,
                 out,
                 shape,
             },
-            _ => {
-                self.st.colls.give_buf(buf);
-                Work::Post {
-                    post: Post::new(setup.me(), stamp, root as usize),
-                    data,
-                }
-            }
+            _ => Work::Post {
+                post: Post::new(setup.me(), stamp, root as usize),
+                data,
+            },
         };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.mail.push(MailOp {

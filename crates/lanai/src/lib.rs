@@ -9,3 +9,10 @@ pub mod abi;
 pub mod engine;
 pub mod offload;
 pub mod shm;
+
+/// Lanai's own buffers (collective messages, reassembly, early arrivals)
+/// come and go at every call; glibc's heap hands 64 KiB ones back to the
+/// kernel and faults them in again each time. The application's own
+/// `malloc` is untouched: this allocator serves only Rust code here.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -38,6 +38,18 @@ fn pmi_stream() -> Result<Option<std::fs::File>, MpiError> {
     }))
 }
 
+/// Lanai's allocator (`lib.rs`) commits memory as it is touched, as
+/// glibc does, rather than a whole arena up front: a rank's resident size
+/// stays near what it uses. An explicit `MIMALLOC_ARENA_EAGER_COMMIT` wins.
+fn quiet_allocator() {
+    // `mi_option_arena_eager_commit` in mimalloc 2's `mimalloc.h`, which the
+    // bindings leave out.
+    const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+    // SAFETY: sets a default in mimalloc's option table; any value is
+    // valid for this option, and it only steers how later arenas commit.
+    unsafe { libmimalloc_sys::mi_option_set_default(ARENA_EAGER_COMMIT, 0) };
+}
+
 fn init(name: &str, required: c_int, provided: *mut c_int) -> c_int {
     match state::phase() {
         state::NOT_STARTED => {}
@@ -46,6 +58,7 @@ fn init(name: &str, required: c_int, provided: *mut c_int) -> c_int {
             "{name}: MPI cannot be initialized again after MPI_Finalize"
         )),
     }
+    quiet_allocator();
     let _ = epoch();
     let level = required.clamp(c::MPI_THREAD_SINGLE, c::MPI_THREAD_SERIALIZED);
     THREAD_LEVEL.store(level, Ordering::Relaxed);

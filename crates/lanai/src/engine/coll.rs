@@ -14,6 +14,7 @@ use lanai_coll::{
 };
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 type Machine = Box<dyn Collective + Send>;
@@ -184,6 +185,8 @@ pub struct Colls {
     /// Buffers the shared-memory reductions fold in, kept between calls so
     /// a small reduction allocates nothing.
     spare: Vec<Vec<u8>>,
+    /// Large messages passed by reference (`coll_ref.rs`).
+    pub refs: super::coll_ref::CollRefs,
 }
 
 /// Spare fold buffers kept, and the largest kept: the device paths fold at
@@ -192,7 +195,9 @@ const SPARE_BUFS: usize = 4;
 const SPARE_MAX: usize = 1 << 16;
 
 impl Colls {
-    pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, payload: &[u8]) {
+    /// A message for instance (`ctx`, `seq`); an owned one is kept as it
+    /// is when the instance has not started yet.
+    pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, payload: Cow<'_, [u8]>) {
         self.dirty = true;
         match self
             .active
@@ -200,7 +205,7 @@ impl Colls {
             .find(|i| i.ctx == ctx && i.seq == seq)
         {
             Some(inst) => {
-                if let Err(e) = inst.machine.handle_message(from, payload) {
+                if let Err(e) = inst.machine.handle_message(from, &payload) {
                     inst.error.get_or_insert(e.to_string());
                 }
             }
@@ -208,8 +213,19 @@ impl Colls {
                 .early
                 .entry((ctx, seq))
                 .or_default()
-                .push((from, payload.to_vec())),
+                .push((from, payload.into_owned())),
         }
+    }
+
+    /// Messages waiting for instance (`ctx`, `seq`) to start, in arrival order.
+    #[cfg(test)]
+    pub fn early(&self, ctx: u32, seq: u32) -> Vec<(u32, Vec<u8>)> {
+        self.early.get(&(ctx, seq)).cloned().unwrap_or_default()
+    }
+
+    /// Makes the next `drive_colls` look at every instance again.
+    pub fn touch(&mut self) {
+        self.dirty = true;
     }
 
     pub fn has_work(&self) -> bool {
@@ -449,7 +465,7 @@ impl Engine {
                     RankMap::Identity => out.to,
                     RankMap::List(l) => l[out.to as usize],
                 };
-                self.net_send(to, &env, &out.data)?;
+                self.send_coll(to, env, out.data)?;
                 did = true;
             }
             let inst = &mut self.st.colls.active[i];
@@ -458,7 +474,8 @@ impl Engine {
                     "collective protocol error: {e}"
                 )));
             }
-            if inst.machine.is_done() {
+            // Done once every message it passed by reference is read.
+            if inst.machine.is_done() && !self.st.colls.refs.holds(inst.ctx, inst.seq) {
                 let mut inst = self.st.colls.active.swap_remove(i);
                 if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {
                     out.deliver(&res);

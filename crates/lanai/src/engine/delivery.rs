@@ -65,6 +65,16 @@ pub enum Followup {
         to: u32,
         cookie: u64,
     },
+    /// Answer a collective message passed by reference (`coll_ref.rs`).
+    RefAnswer {
+        to: u32,
+        flags: u8,
+        cookie: u64,
+    },
+    /// A receiver could not read our reference `cookie`: send it inline.
+    SendInline {
+        cookie: u64,
+    },
 }
 
 /// A receive whose sender writes part of the data (see [`HELP`]): it
@@ -197,9 +207,7 @@ impl State {
             }),
             Kind::RndvData if env.flags & FIN != 0 => self.complete_send(env.cookie),
             Kind::RndvData => self.stream_chunk(&env, payload),
-            Kind::Coll => self
-                .colls
-                .deliver(env.ctx, env.tag as u32, env.src, payload),
+            Kind::Coll => self.deliver_coll(env, from, std::borrow::Cow::Borrowed(payload)),
         }
     }
 

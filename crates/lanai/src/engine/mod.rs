@@ -8,6 +8,7 @@ pub mod bsend_pool;
 pub mod central;
 pub mod central_reduce;
 pub mod coll;
+mod coll_ref;
 pub mod comm;
 mod comm_idup;
 pub mod composite;
@@ -183,6 +184,9 @@ impl Engine {
                 }
             })
             .collect();
+        if settings.single_copy && local.len() > 1 {
+            crate::shm::cma::allow_peer_access();
+        }
         let mut net = Net::new(routes, local.clone());
         let ring_bytes = knobs::get_usize(&knobs::SHM_RING_BYTES).map_err(MpiError::other)?;
         let seg_name =
@@ -418,15 +422,16 @@ impl Engine {
 
     fn print_stats(&self) {
         let k = &self.net.counters;
+        let refs = &self.st.colls.refs;
         let (conns, tmsgs, tbytes) = self.net.tcp.as_ref().map_or((0, 0, 0), |t| {
             let s = t.stats();
             (s.connections, s.messages_sent, s.bytes_sent)
         });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
         lanai_common::say!(
-            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}",
+            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; collective references passed {} read {} refused {}",
             self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes, k.sleeps, k.sleep_timeouts,
-            crate::abi::userbuf::packed_bytes(), k.shared_copies
+            crate::abi::userbuf::packed_bytes(), k.shared_copies, refs.passed, refs.reads, refs.refused_count
         );
     }
 

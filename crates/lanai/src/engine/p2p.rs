@@ -256,6 +256,8 @@ impl Engine {
                 } => self.help(cookie, to, recv_cookie, dst, lo..hi)?,
                 Followup::Helped { recv_cookie, ok } => self.helped(recv_cookie, ok)?,
                 Followup::Fin { to, cookie } => self.send_fin(to, cookie)?,
+                Followup::RefAnswer { to, flags, cookie } => self.ref_answer(to, flags, cookie)?,
+                Followup::SendInline { cookie } => self.send_inline(cookie)?,
             }
         }
         Ok(())
@@ -349,7 +351,7 @@ impl Engine {
         self.net_send(from, &env, &recv_cookie.to_le_bytes())
     }
 
-    fn single_copy_failed(&mut self, e: nix::Error) {
+    pub(super) fn single_copy_failed(&mut self, e: nix::Error) {
         debug_log(true, self.job.rank, || {
             format!("single-copy read failed ({e}); copying through shared memory instead")
         });

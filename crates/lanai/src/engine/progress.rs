@@ -1,10 +1,12 @@
 //! Progress and the wait policy: poll every transport, spin, then sleep
 //! where a sender's wake-up (or TCP traffic) will find us.
 
+use super::coll_ref;
 use super::error::{MpiError, MpiResult};
 use super::net::{self, Net};
 use super::Engine;
 use super::Spin;
+use lanai_wire::envelope::Kind;
 use std::time::{Duration, Instant};
 
 /// How long a waiting rank spins without yielding.
@@ -37,8 +39,12 @@ impl Engine {
                 let from = local_world[i];
                 let st = &mut self.st;
                 let part = &mut partial[i];
+                let may_read = self.settings.single_copy;
                 while let Some(r) = shm.poll(i, |env, p| {
-                    if env.flags & net::FRAG_MORE != 0 {
+                    if env.kind == Kind::Coll && env.flags & coll_ref::BY_REF != 0 {
+                        // Read now, so the message keeps its place in order.
+                        st.deliver_ref(env, from, p, may_read);
+                    } else if env.flags & net::FRAG_MORE != 0 {
                         part.extend_from_slice(p);
                     } else if !part.is_empty() {
                         part.extend_from_slice(p);
@@ -53,6 +59,9 @@ impl Engine {
                 }
             }
             did |= self.net.flush_backlog();
+            if let Some(e) = self.st.colls.refs.refused.take() {
+                self.single_copy_failed(e);
+            }
         }
         if let Some(tcp) = self.net.tcp.as_mut() {
             // A system call per pass would slow shared memory down; TCP is

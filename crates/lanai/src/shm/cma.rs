@@ -294,6 +294,52 @@ pub fn read_from(pid: i32, addr: usize, dst: &UserBuf) -> nix::Result<()> {
     read_into(pid, &[run], dst, dst.len())
 }
 
+/// Lets the node's other ranks read and write this process's memory with
+/// `process_vm_readv`/`writev`. Under Yama's `ptrace_scope` 1 (the default
+/// on many distributions) only an ancestor may, and ranks are siblings, so
+/// without this every single copy would fail and fall back to the ring.
+/// The permission covers processes of the same user only, as ptrace does;
+/// a kernel without Yama ignores it.
+pub fn allow_peer_access() {
+    // SAFETY: PR_SET_PTRACER takes a pid (here "any") and touches no memory
+    // of ours; failure (no Yama) leaves everything as it was.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+}
+
+/// Reads `len` bytes at `addr` in process `pid` into a new vector, without
+/// zeroing it first: a collective message passed by reference.
+pub fn read_vec(pid: i32, addr: u64, len: usize) -> nix::Result<Vec<u8>> {
+    let mut v: Vec<u8> = Vec::with_capacity(len);
+    let mut done = 0;
+    while done < len {
+        let local = libc::iovec {
+            // SAFETY: `done < len <= capacity`, so the pointer stays inside
+            // the allocation.
+            iov_base: unsafe { v.as_mut_ptr().add(done) } as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        let remote = libc::iovec {
+            iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: the local iovec covers the vector's unused capacity, which
+        // nothing else references; the kernel checks the remote one.
+        let got = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        if got < 0 {
+            return Err(Errno::last());
+        }
+        if got == 0 {
+            return Err(Errno::EFAULT);
+        }
+        done += got as usize;
+    }
+    // SAFETY: the kernel wrote all `len` bytes (the loop ends only then).
+    unsafe { v.set_len(len) };
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +348,15 @@ mod tests {
 
     fn me() -> i32 {
         std::process::id() as i32
+    }
+
+    #[test]
+    fn read_vec_copies_from_a_process_and_fails_on_a_bad_address() {
+        let src: Vec<u8> = (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let got = read_vec(me(), src.as_ptr() as u64, src.len()).unwrap();
+        assert_eq!(got, src);
+        assert!(read_vec(me(), 8, 16).is_err());
+        assert_eq!(read_vec(me(), 8, 0).unwrap(), Vec::<u8>::new());
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::str::FromStr;
 use crate::bcast::Bcast;
 use crate::error::CollError;
 use crate::machine::{
-    check_len, check_rank, decode, encode, kind, unexpected, Collective, Inbox, Outbox, Outgoing,
+    check_len, check_rank, decode, decode_head, kind, unexpected, Collective, Inbox, Outbox,
+    Outgoing,
 };
 use crate::ops::Combine;
 use crate::reduce::Reduce;
@@ -432,10 +433,12 @@ impl<C: Combine> RecursiveDoubling<C> {
             let partner = self.partner(self.round);
             if !self.sent_this_round {
                 self.sent_this_round = true;
-                self.outbox.push_back(Outgoing {
-                    to: partner,
-                    data: encode(kind::RD_EXCHANGE, self.round, &self.acc),
-                });
+                self.outbox.push_back(Outgoing::with_header(
+                    partner,
+                    kind::RD_EXCHANGE,
+                    self.round,
+                    self.acc.clone(),
+                ));
             }
             let Some(mut theirs) = self.inbox.take(partner, kind::RD_EXCHANGE, self.round) else {
                 return Ok(());
@@ -456,11 +459,16 @@ impl<C: Combine> RecursiveDoubling<C> {
 impl<C: Combine> Collective for RecursiveDoubling<C> {
     fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         let (h, payload) = decode(from, data)?;
+        self.handle_parts(from, &[h.kind, h.step], payload.to_vec())
+    }
+
+    fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        let h = decode_head(from, head)?;
         if h.kind != kind::RD_EXCHANGE || h.step >= self.rounds || from != self.partner(h.step) {
             return Err(unexpected(from, &h));
         }
-        check_len(from, self.len, payload.len())?;
-        self.inbox.insert(from, &h, payload)?;
+        check_len(from, self.len, body.len())?;
+        self.inbox.insert_owned(from, &h, body)?;
         self.advance()
     }
 

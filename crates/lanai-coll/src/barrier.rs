@@ -7,7 +7,7 @@ use std::str::FromStr;
 use crate::allreduce::UnknownAlgorithm;
 use crate::error::CollError;
 use crate::machine::{
-    check_rank, decode, encode, kind, unexpected, Collective, Header, Inbox, Outbox, Outgoing,
+    check_rank, decode, kind, unexpected, Collective, Header, Inbox, Outbox, Outgoing,
 };
 use crate::tree;
 
@@ -98,10 +98,7 @@ fn decode_empty(from: u32, data: &[u8]) -> Result<Header, CollError> {
 }
 
 fn signal(to: u32, kind: u8, step: u8) -> Outgoing {
-    Outgoing {
-        to,
-        data: encode(kind, step, &[]),
-    }
+    Outgoing::with_header(to, kind, step, Vec::new())
 }
 
 /// Dissemination: in round `k` signal `(r + 2^k) mod P` and wait for

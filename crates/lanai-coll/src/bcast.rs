@@ -8,8 +8,8 @@ use crate::allreduce::UnknownAlgorithm;
 use crate::error::CollError;
 use crate::gather::subtree_len;
 use crate::machine::{
-    check_len, check_rank, check_root, decode, encode, kind, unexpected, Collective, Inbox, Outbox,
-    Outgoing,
+    check_len, check_rank, check_root, decode, decode_head, kind, unexpected, Collective, Inbox,
+    Outbox, Outgoing,
 };
 use crate::schedule::{
     ring_allgather, scheduled_collective, Apply, NoCombine, Plan, Schedule, Step,
@@ -76,10 +76,12 @@ impl Bcast {
             self.forwarded = true;
             // Largest subtree first: it has the longest way to go.
             for (k, c) in tree::children(self.vrank, self.rel.size).rev() {
-                self.outbox.push_back(Outgoing {
-                    to: self.rel.to_abs(c),
-                    data: encode(kind::BCAST, k, &self.buf),
-                });
+                self.outbox.push_back(Outgoing::with_header(
+                    self.rel.to_abs(c),
+                    kind::BCAST,
+                    k,
+                    self.buf.clone(),
+                ));
             }
         }
     }
@@ -88,12 +90,17 @@ impl Bcast {
 impl Collective for Bcast {
     fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         let (h, payload) = decode(from, data)?;
+        self.handle_parts(from, &[h.kind, h.step], payload.to_vec())
+    }
+
+    fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        let h = decode_head(from, head)?;
         let parent = tree::parent(self.vrank).map(|(k, p)| (k, self.rel.to_abs(p)));
         if h.kind != kind::BCAST || parent != Some((h.step, from)) {
             return Err(unexpected(from, &h));
         }
-        check_len(from, self.len, payload.len())?;
-        self.inbox.insert(from, &h, payload)?;
+        check_len(from, self.len, body.len())?;
+        self.inbox.insert_owned(from, &h, body)?;
         self.advance();
         Ok(())
     }

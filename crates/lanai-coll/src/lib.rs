@@ -48,7 +48,7 @@ pub use bcast::{bcast, Bcast, BcastAlgo, ScatterAllgather, BCAST_AUTO_SCATTER_AL
 pub use error::{CollError, OpError};
 pub use gather::{Gather, Gatherv};
 pub use layout::Layout;
-pub use machine::{Collective, Outgoing};
+pub use machine::{Collective, Head, Outgoing};
 pub use ops::{combine, kernel, Combine, Elem, Kernel, Op, Predefined};
 pub use reduce::{fold_canonical, fold_flat, fold_tree, Reduce, ReduceTree};
 pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};

@@ -5,11 +5,84 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::error::CollError;
 
-/// A message the driver must send to communicator rank `to`.
+/// A message the driver must send to communicator rank `to`: the bytes of
+/// `head` (a machine's header) followed by `body`. The body is a vector of
+/// its own, so a driver can pass a large one on without copying it (by
+/// reference, between processes of one node).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
     pub to: u32,
-    pub data: Vec<u8>,
+    pub head: Head,
+    pub body: Vec<u8>,
+}
+
+/// The longest [`Head`].
+pub const HEAD_MAX: usize = 8;
+
+/// A message's first few bytes, held inline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Head {
+    bytes: [u8; HEAD_MAX],
+    len: u8,
+}
+
+impl Head {
+    /// `None` when `b` is longer than [`HEAD_MAX`].
+    pub fn new(b: &[u8]) -> Option<Self> {
+        let mut bytes = [0u8; HEAD_MAX];
+        bytes.get_mut(..b.len())?.copy_from_slice(b);
+        Some(Self {
+            bytes,
+            len: b.len() as u8,
+        })
+    }
+}
+
+impl std::ops::Deref for Head {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl Outgoing {
+    /// `head` then `body`; a head longer than [`HEAD_MAX`] goes into the body.
+    pub fn new(to: u32, head: &[u8], body: Vec<u8>) -> Self {
+        match Head::new(head) {
+            Some(head) => Self { to, head, body },
+            None => {
+                let mut whole = head.to_vec();
+                whole.extend_from_slice(&body);
+                Self {
+                    to,
+                    head: Head::default(),
+                    body: whole,
+                }
+            }
+        }
+    }
+
+    /// A message with a machine's two-byte header.
+    pub(crate) fn with_header(to: u32, kind: u8, step: u8, body: Vec<u8>) -> Self {
+        Self::new(to, &[kind, step], body)
+    }
+
+    /// Bytes in the whole message.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole message in one vector (a copy of the body).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        v.extend_from_slice(&self.head);
+        v.extend_from_slice(&self.body);
+        v
+    }
 }
 
 /// A sans-IO collective: fed messages, it returns messages to send.
@@ -21,6 +94,14 @@ pub trait Collective {
     /// pair arrive in FIFO order, but may arrive before this rank has reached the
     /// step that needs them; the machine buffers them.
     fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError>;
+    /// As `handle_message`, for a message whose first bytes (`head`) came
+    /// apart from the rest (`body`, passed by reference). Machines that
+    /// keep message bodies override it to keep `body` without a copy.
+    fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        let mut whole = head.to_vec();
+        whole.extend_from_slice(&body);
+        self.handle_message(from, &whole)
+    }
     /// Next message to send, if any. Call until `None` after construction and
     /// after every `handle_message`.
     fn poll_send(&mut self) -> Option<Outgoing>;
@@ -39,6 +120,9 @@ pub trait Collective {
 impl<T: Collective + ?Sized> Collective for Box<T> {
     fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         (**self).handle_message(from, data)
+    }
+    fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        (**self).handle_parts(from, head, body)
     }
     fn poll_send(&mut self) -> Option<Outgoing> {
         (**self).poll_send()
@@ -87,20 +171,23 @@ pub(crate) mod kind {
     pub const KARY_RELEASE: u8 = 29;
 }
 
-/// Header: kind, step; then the payload.
-pub(crate) const HEADER_LEN: usize = 2;
-
-pub(crate) fn encode(kind: u8, step: u8, payload: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
-    v.push(kind);
-    v.push(step);
-    v.extend_from_slice(payload);
-    v
-}
-
 pub(crate) struct Header {
     pub kind: u8,
     pub step: u8,
+}
+
+/// The header of a message that came as head and body.
+pub(crate) fn decode_head(from: u32, head: &[u8]) -> Result<Header, CollError> {
+    match head {
+        [kind, step] => Ok(Header {
+            kind: *kind,
+            step: *step,
+        }),
+        _ => Err(CollError::MalformedMessage {
+            from,
+            reason: "its head is not the 2-byte header",
+        }),
+    }
 }
 
 pub(crate) fn decode(from: u32, data: &[u8]) -> Result<(Header, &[u8]), CollError> {
@@ -129,6 +216,16 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     pub fn insert(&mut self, from: u32, h: &Header, payload: &[u8]) -> Result<(), CollError> {
+        self.insert_owned(from, h, payload.to_vec())
+    }
+
+    /// As `insert`, keeping `payload` itself.
+    pub fn insert_owned(
+        &mut self,
+        from: u32,
+        h: &Header,
+        payload: Vec<u8>,
+    ) -> Result<(), CollError> {
         let key = (from, h.kind, h.step);
         if self.slots.contains_key(&key) || self.used.contains(&key) {
             return Err(CollError::DuplicateMessage {
@@ -137,7 +234,7 @@ impl Inbox {
                 step: h.step,
             });
         }
-        self.slots.insert(key, payload.to_vec());
+        self.slots.insert(key, payload);
         Ok(())
     }
 

@@ -12,8 +12,8 @@ use std::str::FromStr;
 
 use crate::error::CollError;
 use crate::machine::{
-    check_len, check_rank, check_root, decode, encode, kind, unexpected, Collective, Inbox, Outbox,
-    Outgoing,
+    check_len, check_rank, check_root, decode, decode_head, kind, unexpected, Collective, Inbox,
+    Outbox, Outgoing,
 };
 use crate::ops::Combine;
 use crate::tree::{self, RangeTree};
@@ -163,15 +163,17 @@ impl<C: Combine> Reduce<C> {
             self.subtree_sent = true;
             let acc = self.acc.take().unwrap_or_default();
             match self.parent {
-                Some((k, p)) => self.outbox.push_back(Outgoing {
-                    to: p,
-                    data: encode(kind::REDUCE_CONTRIB, k, &acc),
-                }),
+                Some((k, p)) => {
+                    self.outbox
+                        .push_back(Outgoing::with_header(p, kind::REDUCE_CONTRIB, k, acc))
+                }
                 None if self.root == 0 => self.result = Some(acc),
-                None => self.outbox.push_back(Outgoing {
-                    to: self.root,
-                    data: encode(kind::REDUCE_RESULT, 0, &acc),
-                }),
+                None => self.outbox.push_back(Outgoing::with_header(
+                    self.root,
+                    kind::REDUCE_RESULT,
+                    0,
+                    acc,
+                )),
             }
         }
         if self.rank == self.root && self.root != 0 && self.result.is_none() {
@@ -201,11 +203,16 @@ impl<C: Combine> Reduce<C> {
 impl<C: Combine> Collective for Reduce<C> {
     fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         let (h, payload) = decode(from, data)?;
+        self.handle_parts(from, &[h.kind, h.step], payload.to_vec())
+    }
+
+    fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        let h = decode_head(from, head)?;
         if !self.expects(from, h.kind, h.step) {
             return Err(unexpected(from, &h));
         }
-        check_len(from, self.len, payload.len())?;
-        self.inbox.insert(from, &h, payload)?;
+        check_len(from, self.len, body.len())?;
+        self.inbox.insert_owned(from, &h, body)?;
         self.advance()
     }
 

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use crate::error::{CollError, OpError};
-use crate::machine::{decode, encode, Outbox, Outgoing};
+use crate::machine::{decode, Outbox, Outgoing};
 use crate::ops::Combine;
 
 /// What a receive does with its payload.
@@ -228,10 +228,8 @@ impl<C: Combine> Schedule<C> {
                     let n = self.sent.entry((*to, *kind)).or_insert(0);
                     let seq = *n as u8;
                     *n = n.wrapping_add(1);
-                    self.outbox.push_back(Outgoing {
-                        to: *to,
-                        data: encode(*kind, seq, &payload),
-                    });
+                    self.outbox
+                        .push_back(Outgoing::with_header(*to, *kind, seq, payload));
                 }
                 Step::Recv { ranges, apply, .. } => {
                     let Some(payload) = self.payloads.remove(&self.pc) else {

@@ -925,7 +925,7 @@ fn first_msg(m: &mut dyn Collective, to: u32) -> Vec<u8> {
     std::iter::from_fn(|| m.poll_send())
         .find(|o| o.to == to)
         .expect("a message to that rank")
-        .data
+        .to_bytes()
 }
 
 #[test]

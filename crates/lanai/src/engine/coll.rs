@@ -9,8 +9,8 @@ use super::request::{Op, Status};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
-    AllgatherAlgo, AllreduceAlgo, BarrierAlgo, BcastAlgo, CollError, Collective, Combine, Layout,
-    ReduceTree,
+    AllgatherAlgo, AllreduceAlgo, BarrierAlgo, BcastAlgo, CollError, Collective, Combine, Head,
+    Layout, ReduceTree,
 };
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
@@ -61,8 +61,42 @@ impl Combine for Combiner {
         }
     }
 }
-/// A message for an instance not started yet: sender and payload.
-type EarlyMsg = (u32, Vec<u8>);
+/// A collective message as delivered: whole, or a head and a body that
+/// came apart (a message passed by reference, `coll_ref.rs`), which a
+/// machine may keep without copying.
+#[derive(Debug, Clone)]
+pub enum Msg<'a> {
+    Whole(Cow<'a, [u8]>),
+    Parts(Head, Vec<u8>),
+}
+
+impl Msg<'_> {
+    pub fn into_owned(self) -> Msg<'static> {
+        match self {
+            Msg::Whole(b) => Msg::Whole(Cow::Owned(b.into_owned())),
+            Msg::Parts(h, b) => Msg::Parts(h, b),
+        }
+    }
+
+    fn feed(self, m: &mut dyn Collective, from: u32) -> Result<(), CollError> {
+        match self {
+            Msg::Whole(b) => m.handle_message(from, &b),
+            Msg::Parts(h, b) => m.handle_parts(from, &h, b),
+        }
+    }
+
+    /// The whole message's bytes (a copy).
+    #[cfg(test)]
+    pub fn to_vec(&self) -> Vec<u8> {
+        match self {
+            Msg::Whole(b) => b.to_vec(),
+            Msg::Parts(h, b) => [&h[..], b].concat(),
+        }
+    }
+}
+
+/// A message for an instance not started yet: sender and message.
+type EarlyMsg = (u32, Msg<'static>);
 
 /// One copy from a finished collective's result into the user's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +231,7 @@ const SPARE_MAX: usize = 1 << 16;
 impl Colls {
     /// A message for instance (`ctx`, `seq`); an owned one is kept as it
     /// is when the instance has not started yet.
-    pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, payload: Cow<'_, [u8]>) {
+    pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, msg: Msg<'_>) {
         self.dirty = true;
         match self
             .active
@@ -205,7 +239,7 @@ impl Colls {
             .find(|i| i.ctx == ctx && i.seq == seq)
         {
             Some(inst) => {
-                if let Err(e) = inst.machine.handle_message(from, &payload) {
+                if let Err(e) = msg.feed(&mut inst.machine, from) {
                     inst.error.get_or_insert(e.to_string());
                 }
             }
@@ -213,14 +247,17 @@ impl Colls {
                 .early
                 .entry((ctx, seq))
                 .or_default()
-                .push((from, payload.into_owned())),
+                .push((from, msg.into_owned())),
         }
     }
 
     /// Messages waiting for instance (`ctx`, `seq`) to start, in arrival order.
     #[cfg(test)]
     pub fn early(&self, ctx: u32, seq: u32) -> Vec<(u32, Vec<u8>)> {
-        self.early.get(&(ctx, seq)).cloned().unwrap_or_default()
+        self.early
+            .get(&(ctx, seq))
+            .map(|v| v.iter().map(|(f, m)| (*f, m.to_vec())).collect())
+            .unwrap_or_default()
     }
 
     /// Makes the next `drive_colls` look at every instance again.
@@ -429,8 +466,8 @@ impl Engine {
             error: None,
         };
         if let Some(msgs) = self.st.colls.early.remove(&(ctx, seq)) {
-            for (from, data) in msgs {
-                if let Err(e) = inst.machine.handle_message(from, &data) {
+            for (from, msg) in msgs {
+                if let Err(e) = msg.feed(&mut inst.machine, from) {
                     inst.error.get_or_insert(e.to_string());
                 }
             }
@@ -458,14 +495,14 @@ impl Engine {
                     ctx: inst.ctx,
                     src: inst.rank,
                     tag: inst.seq as i32,
-                    len: out.data.len() as u64,
+                    len: out.len() as u64,
                     cookie: 0,
                 };
                 let to = match &inst.map {
                     RankMap::Identity => out.to,
                     RankMap::List(l) => l[out.to as usize],
                 };
-                self.send_coll(to, env, out.data)?;
+                self.send_coll(to, env, out)?;
                 did = true;
             }
             let inst = &mut self.st.colls.active[i];

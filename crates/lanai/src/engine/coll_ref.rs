@@ -1,9 +1,11 @@
 //! Large collective messages between ranks of one node pass by reference.
-//! A machine builds each message in a vector of its own; the sender keeps
-//! that vector and sends its address instead (`BY_REF`). The receiver
-//! reads it with one `process_vm_readv` as it dequeues the reference, so
-//! machines still see each peer's messages in the order sent, and answers
-//! `REF_READ`, which frees it. Through the ring the same message was
+//! A machine builds each message as a short head and a body in a vector of
+//! its own (`lanai_coll::Outgoing`); the sender keeps the body and sends
+//! the head with the body's address (`BY_REF`). The receiver reads the
+//! body with one `process_vm_readv` as it dequeues the reference, so
+//! machines still see each peer's messages in the order sent, hands head
+//! and body to the machine, which may keep the body as it is, and answers
+//! `REF_READ`, which frees the sender's copy. Through the ring the same message was
 //! copied in and out fragment by fragment, reassembled, and queued again
 //! whenever the ring was full.
 //!
@@ -16,20 +18,23 @@
 //! until it has arrived (`REF_DATA`); the sender then stops passing
 //! references.
 
+use super::coll::Msg;
 use super::delivery::{Followup, State};
 use super::error::MpiResult;
 use super::net::Route;
 use super::Engine;
 use crate::shm::cma;
+use lanai_coll::{Head, Outgoing};
 use lanai_wire::envelope::{Envelope, Kind};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
-/// `Kind::Coll` flag: the payload is the message's address in the sender
-/// and the sender's pid (8 and 4 little-endian bytes), `len` its length,
-/// `cookie` its name. The pid travels along so the receiver, which reads
-/// the reference inside its ring poll, need not look at the sender's
-/// control line, which the sender writes at every wait.
+/// `Kind::Coll` flag: the payload is the body's address in the sender,
+/// the sender's pid (8 and 4 little-endian bytes) and the message's head;
+/// `len` is the whole message's length and `cookie` names it. The pid
+/// travels along so the receiver, which reads the reference inside its
+/// ring poll, need not look at the sender's control line, which the
+/// sender writes at every wait.
 pub const BY_REF: u8 = 1;
 /// `Kind::Coll` flag, receiver to sender: reference `cookie` is read.
 pub const REF_READ: u8 = 2;
@@ -43,19 +48,20 @@ pub const REF_DATA: u8 = 8;
 #[derive(Debug)]
 struct Parked {
     cookie: u64,
+    /// World rank of the receiver.
     to: u32,
     /// The message's own envelope, for sending it inline after all.
     env: Envelope,
-    data: Vec<u8>,
+    out: Outgoing,
 }
 
 /// A message from a sender whose earlier reference is being streamed.
 #[derive(Debug)]
 struct Held {
     env: Envelope,
-    /// The reference this entry waits for; `None` once `data` is in.
+    /// The reference this entry waits for; `None` once `msg` is in.
     awaits: Option<u64>,
-    data: Vec<u8>,
+    msg: Msg<'static>,
 }
 
 #[derive(Debug, Default)]
@@ -115,7 +121,7 @@ fn control(flags: u8, cookie: u64) -> Envelope {
 
 impl State {
     /// A collective message, or an answer about one of our references.
-    pub fn deliver_coll(&mut self, env: Envelope, from: u32, data: Cow<'_, [u8]>) {
+    pub fn deliver_coll(&mut self, env: Envelope, from: u32, msg: Msg<'_>) {
         if env.flags & REF_READ != 0 {
             self.colls.refs.take(env.cookie);
             self.colls.touch();
@@ -128,20 +134,20 @@ impl State {
         }
         let holding = self.colls.refs.held.iter().any(|(f, _)| *f == from);
         if env.flags & REF_DATA == 0 && !holding {
-            return self.colls.deliver(env.ctx, env.tag as u32, env.src, data);
+            return self.colls.deliver(env.ctx, env.tag as u32, env.src, msg);
         }
         let held = self.colls.refs.held_from(from);
         if env.flags & REF_DATA == 0 {
             held.push_back(Held {
                 env,
                 awaits: None,
-                data: data.into_owned(),
+                msg: msg.into_owned(),
             });
             return;
         }
         if let Some(h) = held.iter_mut().find(|h| h.awaits == Some(env.cookie)) {
             h.awaits = None;
-            h.data = data.into_owned();
+            h.msg = msg.into_owned();
         }
         let mut ready = Vec::new();
         while held.front().is_some_and(|h| h.awaits.is_none()) {
@@ -152,8 +158,7 @@ impl State {
         }
         for h in ready {
             let e = h.env;
-            self.colls
-                .deliver(e.ctx, e.tag as u32, e.src, Cow::Owned(h.data));
+            self.colls.deliver(e.ctx, e.tag as u32, e.src, h.msg);
         }
     }
 
@@ -172,8 +177,10 @@ impl State {
             u64::from_le_bytes(b)
         };
         let (addr, pid) = (word(0..8), word(8..12) as i32);
+        let head = payload.get(12..).and_then(Head::new).unwrap_or_default();
+        let body_len = (env.len as usize).saturating_sub(head.len());
         let read = if may_read && pid > 0 {
-            cma::read_vec(pid, addr, env.len as usize)
+            cma::read_vec(pid, addr, body_len)
         } else {
             Err(nix::Error::EPERM)
         };
@@ -185,7 +192,7 @@ impl State {
                     flags: REF_READ,
                     cookie: env.cookie,
                 });
-                self.deliver_coll(plain, from, Cow::Owned(v));
+                self.deliver_coll(plain, from, Msg::Parts(head, v));
             }
             Err(e) => {
                 self.colls.refs.refused_count += 1;
@@ -200,7 +207,7 @@ impl State {
                 self.colls.refs.held_from(from).push_back(Held {
                     env: plain,
                     awaits: Some(env.cookie),
-                    data: Vec::new(),
+                    msg: Msg::Whole(Cow::Borrowed(&[])),
                 });
             }
         }
@@ -208,14 +215,14 @@ impl State {
 }
 
 impl Engine {
-    /// Sends collective message `data` (enveloped as `env`) to world rank
-    /// `to`: by reference when it is large and `to` shares our node.
-    pub(super) fn send_coll(&mut self, to: u32, env: Envelope, data: Vec<u8>) -> MpiResult<()> {
-        let large = data.len() > self.settings.eager_limit.min(self.net.shm_max_payload());
+    /// Sends collective message `out` (enveloped as `env`) to world rank
+    /// `to`: by reference when its body is large and `to` shares our node.
+    pub(super) fn send_coll(&mut self, to: u32, env: Envelope, out: Outgoing) -> MpiResult<()> {
+        let large = out.body.len() > self.settings.eager_limit.min(self.net.shm_max_payload());
         let local = matches!(self.net.routes[to as usize], Route::Shm(_));
         let refs = &mut self.st.colls.refs;
         if !(large && local && self.settings.single_copy && !refs.inline_only) {
-            return self.net_send(to, &env, &data);
+            return self.net_send(to, &env, &out.to_bytes());
         }
         refs.next_cookie = refs.next_cookie.wrapping_add(1);
         let cookie = refs.next_cookie;
@@ -225,15 +232,16 @@ impl Engine {
             cookie,
             ..env
         };
-        let mut payload = [0u8; 12];
-        payload[..8].copy_from_slice(&(data.as_ptr() as u64).to_le_bytes());
-        payload[8..].copy_from_slice(&std::process::id().to_le_bytes());
+        let mut payload = Vec::with_capacity(12 + out.head.len());
+        payload.extend_from_slice(&(out.body.as_ptr() as u64).to_le_bytes());
+        payload.extend_from_slice(&std::process::id().to_le_bytes());
+        payload.extend_from_slice(&out.head);
         // Parked before the send: a vector's heap block does not move with it.
         refs.parked.push(Parked {
             cookie,
             to,
             env,
-            data,
+            out,
         });
         self.net_send(to, &r, &payload)
     }
@@ -251,7 +259,7 @@ impl Engine {
             cookie,
             ..p.env
         };
-        self.net_send(p.to, &env, &p.data)
+        self.net_send(p.to, &env, &p.out.to_bytes())
     }
 
     pub(super) fn ref_answer(&mut self, to: u32, flags: u8, cookie: u64) -> MpiResult<()> {
@@ -275,10 +283,16 @@ mod tests {
         }
     }
 
-    fn reference(data: &[u8]) -> Vec<u8> {
-        let mut p = (data.as_ptr() as u64).to_le_bytes().to_vec();
+    /// A `BY_REF` payload for `body` in this process, with `head`.
+    fn reference(body: &[u8], head: &[u8]) -> Vec<u8> {
+        let mut p = (body.as_ptr() as u64).to_le_bytes().to_vec();
         p.extend_from_slice(&std::process::id().to_le_bytes());
+        p.extend_from_slice(head);
         p
+    }
+
+    fn whole(b: &'static [u8]) -> Msg<'static> {
+        Msg::Whole(Cow::Borrowed(b))
     }
 
     fn answers(st: &State) -> Vec<(u32, u8, u64)> {
@@ -294,9 +308,13 @@ mod tests {
     #[test]
     fn a_reference_is_read_at_once_and_answered() {
         let mut st = State::default();
-        let msg: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
-        st.deliver_ref(coll(2, 5, BY_REF, 77, msg.len()), 4, &reference(&msg), true);
-        assert_eq!(st.colls.early(9, 5), vec![(2, msg)]);
+        let body: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
+        let env = coll(2, 5, BY_REF, 77, body.len() + 2);
+        st.deliver_ref(env, 4, &reference(&body, &[1, 3]), true);
+        assert_eq!(
+            st.colls.early(9, 5),
+            vec![(2, [&[1u8, 3][..], &body].concat())]
+        );
         assert_eq!(answers(&st), vec![(4, REF_READ, 77)]);
         assert_eq!((st.colls.refs.reads, st.colls.refs.refused_count), (1, 0));
     }
@@ -323,22 +341,26 @@ mod tests {
         for data_order in [[7u64, 8], [8, 7]] {
             let mut st = State::default();
             st.deliver_ref(coll(1, 5, BY_REF, 7, 3), 4, &[], false);
-            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, Cow::Borrowed(b"b"));
+            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, whole(b"b"));
             st.deliver_ref(coll(1, 5, BY_REF, 8, 3), 4, &[], false);
-            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, Cow::Borrowed(b"d"));
-            st.deliver_coll(coll(3, 5, 0, 0, 1), 6, Cow::Borrowed(b"x"));
+            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, whole(b"d"));
+            st.deliver_coll(coll(3, 5, 0, 0, 1), 6, whole(b"x"));
             assert_eq!(st.colls.early(9, 5), vec![(3, b"x".to_vec())]);
             assert_eq!(answers(&st), vec![(4, REF_STREAM, 7), (4, REF_STREAM, 8)]);
             for c in data_order {
                 let body: &[u8] = if c == 7 { b"a" } else { b"c" };
-                st.deliver_coll(coll(1, 5, REF_DATA, c, 1), 4, Cow::Borrowed(body));
+                st.deliver_coll(
+                    coll(1, 5, REF_DATA, c, 1),
+                    4,
+                    Msg::Whole(Cow::Borrowed(body)),
+                );
             }
             let got: Vec<Vec<u8>> = st.colls.early(9, 5).into_iter().map(|(_, d)| d).collect();
             let want: Vec<&[u8]> = vec![b"x", b"a", b"b", b"c", b"d"];
             assert_eq!(got, want, "data arriving in order {data_order:?}");
             assert!(st.colls.refs.held.is_empty());
             // Held no more: the next message goes straight through.
-            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, Cow::Borrowed(b"e"));
+            st.deliver_coll(coll(1, 5, 0, 0, 1), 4, whole(b"e"));
             assert_eq!(
                 st.colls.early(9, 5).last().map(|(_, d)| d.clone()),
                 Some(b"e".to_vec())
@@ -353,15 +375,15 @@ mod tests {
             cookie: 3,
             to: 1,
             env: coll(0, 2, 0, 0, 4),
-            data: vec![1, 2, 3, 4],
+            out: Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4]),
         });
         assert!(st.colls.refs.holds(9, 2));
-        st.deliver_coll(control(REF_STREAM, 3), 1, Cow::Borrowed(&[]));
+        st.deliver_coll(control(REF_STREAM, 3), 1, whole(&[]));
         assert!(matches!(
             st.followups[..],
             [Followup::SendInline { cookie: 3 }]
         ));
-        st.deliver_coll(control(REF_READ, 3), 1, Cow::Borrowed(&[]));
+        st.deliver_coll(control(REF_READ, 3), 1, whole(&[]));
         assert!(!st.colls.refs.holds(9, 2));
     }
 }

@@ -207,7 +207,11 @@ impl State {
             }),
             Kind::RndvData if env.flags & FIN != 0 => self.complete_send(env.cookie),
             Kind::RndvData => self.stream_chunk(&env, payload),
-            Kind::Coll => self.deliver_coll(env, from, std::borrow::Cow::Borrowed(payload)),
+            Kind::Coll => self.deliver_coll(
+                env,
+                from,
+                super::coll::Msg::Whole(std::borrow::Cow::Borrowed(payload)),
+            ),
         }
     }
 

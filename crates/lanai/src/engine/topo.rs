@@ -649,12 +649,8 @@ impl NeighborExchange {
                     me.error.get_or_insert(e);
                 }
             } else {
-                let mut msg = key.to_le_bytes().to_vec();
-                msg.extend_from_slice(&data);
-                me.outbox.push_back(Outgoing {
-                    to: to as u32,
-                    data: msg,
-                });
+                me.outbox
+                    .push_back(Outgoing::new(to as u32, &key.to_le_bytes(), data.to_vec()));
             }
         }
         me

@@ -538,21 +538,22 @@ impl Core {
                         node,
                         hdr,
                         bounce: false,
-                        data: o.data,
+                        data: o.to_bytes(),
                     });
                     continue;
                 }
                 let to = (key.0, key.1, key.2, dst);
                 match self.parts.get_mut(&to) {
                     Some(q) => {
-                        q.feed(key.3, idx, o.data);
+                        q.feed(key.3, idx, o.to_bytes());
                         self.dirty.push(to);
                     }
-                    None => self
-                        .early_local
-                        .entry(to)
-                        .or_default()
-                        .push((key.3, idx, o.data)),
+                    None => {
+                        self.early_local
+                            .entry(to)
+                            .or_default()
+                            .push((key.3, idx, o.to_bytes()))
+                    }
                 }
             }
             let Some(p) = self.parts.get_mut(&key) else {

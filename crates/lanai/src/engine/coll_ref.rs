@@ -5,9 +5,9 @@
 //! body with one `process_vm_readv` as it dequeues the reference, so
 //! machines still see each peer's messages in the order sent, hands head
 //! and body to the machine, which may keep the body as it is, and answers
-//! `REF_READ`, which frees the sender's copy. Through the ring the same message was
-//! copied in and out fragment by fragment, reassembled, and queued again
-//! whenever the ring was full.
+//! `REF_READ`, which frees the sender's copy. Through the ring the same
+//! message was copied in and out fragment by fragment, reassembled, and
+//! queued again whenever the ring was full.
 //!
 //! An instance completes only once its references are read, as a
 //! rendezvous send does, so what a rank keeps for its peers stays bounded
@@ -108,15 +108,7 @@ impl CollRefs {
 }
 
 fn control(flags: u8, cookie: u64) -> Envelope {
-    Envelope {
-        kind: Kind::Coll,
-        flags,
-        ctx: 0,
-        src: 0,
-        tag: 0,
-        len: 0,
-        cookie,
-    }
+    super::p2p::control(Kind::Coll, flags, cookie)
 }
 
 impl State {

@@ -613,7 +613,7 @@ impl Engine {
 
 /// A control message of the rendezvous and synchronous protocols: no
 /// matching fields, no length, only the cookie naming the request.
-fn control(kind: Kind, flags: u8, cookie: u64) -> Envelope {
+pub(super) fn control(kind: Kind, flags: u8, cookie: u64) -> Envelope {
     Envelope {
         kind,
         flags,

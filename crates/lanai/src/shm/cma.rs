@@ -257,20 +257,48 @@ where
 /// Copies `src` into process `pid` at `addr`: a rendezvous sender's part
 /// of a copy it shares with the receiver, which reads the rest meanwhile.
 pub fn write_to(pid: i32, src: &[u8], addr: u64) -> nix::Result<()> {
+    // SAFETY: `src` is readable for its length, and a write only reads it.
+    unsafe { one_range(pid, src.as_ptr().cast_mut(), addr, src.len(), Dir::Out) }
+}
+
+/// Which way [`one_range`] copies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    In,
+    Out,
+}
+
+/// Copies `len` bytes between `local` here and `remote` in process `pid`:
+/// into `local` (`Dir::In`) or out of it (`Dir::Out`).
+///
+/// # Safety
+/// `local` points to `len` bytes this process owns, writable for
+/// `Dir::In`, which nothing else accesses during the call.
+unsafe fn one_range(
+    pid: i32,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+    dir: Dir,
+) -> nix::Result<()> {
     let mut done = 0;
-    while done < src.len() {
-        let rest = &src[done..];
-        let local = libc::iovec {
-            iov_base: rest.as_ptr() as *mut libc::c_void,
-            iov_len: rest.len(),
+    while done < len {
+        let l = libc::iovec {
+            iov_base: local.wrapping_add(done).cast(),
+            iov_len: len - done,
         };
-        let remote = libc::iovec {
-            iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
-            iov_len: rest.len(),
+        let r = libc::iovec {
+            iov_base: remote.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: len - done,
         };
-        // SAFETY: the local iovec covers `rest`, which the kernel only
-        // reads; the kernel checks the remote one against `pid`.
-        let got = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        // SAFETY: the local iovec lies inside `local`'s `len` bytes, per the
+        // contract; the kernel checks the remote one against `pid`.
+        let got = unsafe {
+            match dir {
+                Dir::In => libc::process_vm_readv(pid, &l, 1, &r, 1, 0),
+                Dir::Out => libc::process_vm_writev(pid, &l, 1, &r, 1, 0),
+            }
+        };
         if got < 0 {
             return Err(Errno::last());
         }
@@ -312,30 +340,10 @@ pub fn allow_peer_access() {
 /// zeroing it first: a collective message passed by reference.
 pub fn read_vec(pid: i32, addr: u64, len: usize) -> nix::Result<Vec<u8>> {
     let mut v: Vec<u8> = Vec::with_capacity(len);
-    let mut done = 0;
-    while done < len {
-        let local = libc::iovec {
-            // SAFETY: `done < len <= capacity`, so the pointer stays inside
-            // the allocation.
-            iov_base: unsafe { v.as_mut_ptr().add(done) } as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        let remote = libc::iovec {
-            iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: the local iovec covers the vector's unused capacity, which
-        // nothing else references; the kernel checks the remote one.
-        let got = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-        if got < 0 {
-            return Err(Errno::last());
-        }
-        if got == 0 {
-            return Err(Errno::EFAULT);
-        }
-        done += got as usize;
-    }
-    // SAFETY: the kernel wrote all `len` bytes (the loop ends only then).
+    // SAFETY: the vector's capacity is `len` writable bytes that nothing
+    // else references.
+    unsafe { one_range(pid, v.as_mut_ptr(), addr, len, Dir::In)? };
+    // SAFETY: `one_range` returns Ok only once all `len` bytes are written.
     unsafe { v.set_len(len) };
     Ok(v)
 }

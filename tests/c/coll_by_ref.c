@@ -2,9 +2,13 @@
  * ranks of one node (coll_ref.rs), at sizes around the 16 KiB threshold and
  * well above it, blocking and several nonblocking ones in flight at once.
  * Every element of every result is checked against a value computed here.
- * usage: coll_by_ref [rounds] */
+ * usage: coll_by_ref [rounds]
+ *        coll_by_ref kill   the last rank dies (SIGKILL) with a reference of
+ *                           its own in flight while the others wait */
 #include "lt.h"
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 static const int sizes[] = {2047, 2048, 2049, 2050, 8192, 65536 + 3, 262144};
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
@@ -20,9 +24,34 @@ static long sum(int i, int round)
     return s;
 }
 
+static void mode_kill(void)
+{
+    int n = 65536;
+    long *in = malloc(sizeof(long) * n), *out = malloc(sizeof(long) * n);
+    for (int i = 0; i < n; i++)
+        in[i] = i;
+    for (int k = 0; k < 5; k++)
+        MPI_OK(MPI_Allreduce(in, out, n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (lt_rank == lt_size - 1) {
+        struct rlimit no_core = {0, 0};
+        MPI_Request q;
+        setrlimit(RLIMIT_CORE, &no_core);
+        MPI_OK(MPI_Iallreduce(in, out, n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &q));
+        printf("coll_by_ref: rank %d killing itself\n", lt_rank);
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+    MPI_Allreduce(in, out, n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    printf("FAIL coll_by_ref rank %d: allreduce returned without the dead rank\n", lt_rank);
+    fflush(stdout);
+    exit(1);
+}
+
 int main(int argc, char **argv)
 {
     lt_init("coll_by_ref", &argc, &argv);
+    if (argc > 1 && !strcmp(argv[1], "kill"))
+        mode_kill();
     int rounds = argc > 1 ? atoi(argv[1]) : 3;
     int max = sizes[NSIZES - 1];
     long *in = malloc(sizeof(long) * max), *out = malloc(sizeof(long) * max);

@@ -257,6 +257,18 @@ def assert_clean(result):
     )
 
 
+def assert_ended_by_killed_rank(result, rank, within_s=10):
+    """A rank killed itself with SIGKILL: the job must end soon after, fail,
+    name that rank and the signal, print no FAIL line (no survivor got past
+    the collective) and leave nothing behind."""
+    assert not result.timed_out, "job hung after a rank died\n" + result.tail()
+    assert result.returncode != 0, result.tail()
+    assert result.wall_s < within_s, f"took {result.wall_s:.1f}s to end\n" + result.tail()
+    assert re.search(rf"rank {rank}\b.*(SIGKILL|signal 9)", result.output), result.tail()
+    assert "FAIL" not in result.output, result.tail()
+    assert_clean(result)
+
+
 def assert_passed(result, name):
     assert not result.timed_out, "job hung past the backstop timeout\n" + result.tail()
     pass_line = re.compile(rf"^PASS {re.escape(name)}\s*$", re.M)

@@ -339,7 +339,9 @@ pub fn allow_peer_access() {
 /// Reads `len` bytes at `addr` in process `pid` into a new vector, without
 /// zeroing it first: a collective message passed by reference.
 pub fn read_vec(pid: i32, addr: u64, len: usize) -> nix::Result<Vec<u8>> {
-    let mut v: Vec<u8> = Vec::with_capacity(len);
+    let mut v: Vec<u8> = Vec::new();
+    // A length no allocation can hold is an error, not a panic in the poll.
+    v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
     // SAFETY: the vector's capacity is `len` writable bytes that nothing
     // else references.
     unsafe { one_range(pid, v.as_mut_ptr(), addr, len, Dir::In)? };
@@ -365,6 +367,7 @@ mod tests {
         assert_eq!(got, src);
         assert!(read_vec(me(), 8, 16).is_err());
         assert_eq!(read_vec(me(), 8, 0).unwrap(), Vec::<u8>::new());
+        assert_eq!(read_vec(me(), 8, usize::MAX), Err(Errno::ENOMEM));
     }
 
     #[test]

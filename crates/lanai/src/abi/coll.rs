@@ -398,6 +398,10 @@ pub(super) unsafe fn reduce_arg(
     op: MPI_Op,
     how: Use,
 ) -> MpiResult<Staged> {
+    // The common case, decided first: a predefined type is never staged.
+    if types::predefined(dt).is_some() {
+        return Ok(Staged::pass(p, count, dt));
+    }
     let how = if types::op(op).is_ok() {
         how.reduce()
     } else {

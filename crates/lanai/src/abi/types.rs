@@ -9,7 +9,68 @@ use lanai_coll::{Elem, Op};
 
 /// A predefined datatype's size in bytes and element kind for reductions
 /// (`None` where no reduction applies, e.g. `MPI_PACKED`, `long double`).
+///
+/// Every call with a buffer asks this, so it is a table lookup by the
+/// handle's low byte, which MPICH's handles keep unique per kind.
 pub fn predefined(t: MPI_Datatype) -> Option<(usize, Option<Elem>)> {
+    let table = match t as u32 >> 16 {
+        0x4c00 => &BUILTINS,
+        0x8c00 => &PAIRS,
+        _ => return None,
+    };
+    let e = table[(t as u32 & 0xff) as usize];
+    (e.handle == t && e.known).then_some((e.size, e.elem))
+}
+
+#[derive(Clone, Copy)]
+struct Known {
+    handle: MPI_Datatype,
+    known: bool,
+    size: usize,
+    elem: Option<Elem>,
+}
+
+const UNKNOWN: Known = Known {
+    handle: 0,
+    known: false,
+    size: 0,
+    elem: None,
+};
+
+/// [`classify`] of every handle of `kind` (the top 16 bits) whose size
+/// byte is one a predefined type has, by low byte.
+const fn table(kind: u32) -> [Known; 256] {
+    let mut t = [UNKNOWN; 256];
+    let sizes: [u32; 8] = [0, 1, 2, 4, 8, 12, 16, 32];
+    let mut s = 0;
+    while s < sizes.len() {
+        let mut i = 0;
+        while i < 256 {
+            let h = ((kind << 16) | (sizes[s] << 8) | i) as MPI_Datatype;
+            if let Some((size, elem)) = classify(h) {
+                assert!(
+                    !t[i as usize].known,
+                    "two predefined handles share a low byte"
+                );
+                t[i as usize] = Known {
+                    handle: h,
+                    known: true,
+                    size,
+                    elem,
+                };
+            }
+            i += 1;
+        }
+        s += 1;
+    }
+    t
+}
+
+static BUILTINS: [Known; 256] = table(0x4c00);
+static PAIRS: [Known; 256] = table(0x8c00);
+
+/// The definition behind [`predefined`]'s tables.
+const fn classify(t: MPI_Datatype) -> Option<(usize, Option<Elem>)> {
     use Elem::*;
     let e = match t {
         c::MPI_CHAR | c::MPI_SIGNED_CHAR | c::MPI_INT8_T | c::MPI_CHARACTER | c::MPI_INTEGER1 => {
@@ -92,6 +153,9 @@ fn bad_type(t: MPI_Datatype) -> MpiError {
 /// The element kind a reduction on `t` uses. A gap-free derived type made
 /// of one basic kind reduces as that kind.
 pub fn reduce_elem(t: MPI_Datatype) -> Result<Elem, MpiError> {
+    if let Some((_, Some(e))) = predefined(t) {
+        return Ok(e);
+    }
     if datatype::is_derived(t) {
         datatype::direct_size(t)?;
         return match datatype::resolve(t)?.uniform_primitive() {
@@ -144,6 +208,17 @@ pub fn op(o: MPI_Op) -> Result<Op, MpiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tables_agree_with_the_definition() {
+        let kinds = (0..=0xffffu32).map(|i| 0x4c00_0000 | i);
+        let pairs = (0..=0xffu32).map(|i| 0x8c00_0000 | i);
+        for h in kinds.chain(pairs).map(|h| h as MPI_Datatype) {
+            assert_eq!(predefined(h), classify(h), "handle 0x{:08x}", h as u32);
+        }
+        assert_eq!(predefined(c::MPI_DOUBLE), Some((8, Some(Elem::F64))));
+        assert_eq!(predefined(c::MPI_DATATYPE_NULL), None);
+    }
 
     #[test]
     fn sizes_follow_the_abi() {

@@ -7,8 +7,10 @@
 
 use super::central::Central;
 use super::coll::Combiner;
+use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
-use super::request::Op;
+use super::net::Net;
+use super::request::{Op, DONE};
 use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
@@ -109,13 +111,28 @@ impl Engine {
                 data,
             },
         };
-        let req = self.st.reqs.insert(Op::Coll);
-        self.st.colls.mail.push(MailOp {
-            req,
+        let mut op = MailOp {
+            req: DONE,
             comm,
             chan,
             work,
-        });
+        };
+        // A blocking call tries once before it makes a request: a non-root
+        // whose slot is free, and a root whose contributions are all in (a
+        // non-root runs ahead), are done here.
+        if may_agree {
+            match poll_op(&self.net, &self.comms, &mut op)? {
+                Outcome::Waiting => {}
+                Outcome::Took => self.mail_wake(&op, false)?,
+                outcome => {
+                    self.mail_end(op, outcome)?;
+                    return Ok(Ok(DONE));
+                }
+            }
+        }
+        op.req = self.st.reqs.insert(Op::Coll);
+        let req = op.req;
+        self.st.colls.mail.push(op);
         self.drive_mail()?;
         Ok(Ok(req))
     }
@@ -125,53 +142,20 @@ impl Engine {
         let mut did = false;
         let mut i = 0;
         while i < self.st.colls.mail.len() {
-            let outcome = {
-                let dev = self
-                    .net
-                    .shm
-                    .as_ref()
-                    .and_then(|s| s.device())
-                    .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
-                let op = &mut self.st.colls.mail[i];
-                let Central::Active(setup) = &self.comms.get(op.comm)?.central else {
-                    return Err(MpiError::internal("mailbox reduce lost its channel"));
-                };
-                poll(&mut op.work, &dev.channel(op.chan), setup.members())
-            };
-            match outcome {
+            let op = &mut self.st.colls.mail[i];
+            match poll_op(&self.net, &self.comms, op)? {
                 Outcome::Waiting => i += 1,
                 Outcome::Took => {
-                    self.mail_wake(i, false)?;
+                    self.mail_wake(&self.st.colls.mail[i], false)?;
                     did = true;
                     i += 1;
                 }
-                Outcome::Posted => {
-                    self.mail_wake(i, true)?;
+                outcome => {
                     let op = self.st.colls.mail.swap_remove(i);
-                    self.st.reqs.complete(op.req, super::coll::coll_status());
-                    did = true;
-                }
-                Outcome::Collected | Outcome::Failed(_) => {
-                    self.mail_wake(i, false)?;
-                    let op = self.st.colls.mail.swap_remove(i);
-                    let res = match (outcome, op.work) {
-                        (Outcome::Failed(e), _) => Err(e),
-                        (
-                            _,
-                            Work::Collect {
-                                collect,
-                                op: comb,
-                                out,
-                                shape,
-                            },
-                        ) => fold(collect, &comb, shape).map(|r| {
-                            out.write(&r);
-                            self.st.colls.give_buf(r);
-                        }),
-                        _ => Err(MpiError::internal("a post collected")),
-                    };
+                    let req = op.req;
+                    let res = self.mail_end(op, outcome);
                     // The request completes either way; an error is the caller's.
-                    self.st.reqs.complete(op.req, super::coll::coll_status());
+                    self.st.reqs.complete(req, super::coll::coll_status());
                     res?;
                     did = true;
                 }
@@ -180,14 +164,37 @@ impl Engine {
         Ok(did)
     }
 
-    /// Rings the members of mailbox op `i`'s communicator that sleep: the
+    /// Finishes an op that is over: a post wakes its root; a collect wakes
+    /// the members that may wait for their slots, and folds into the
+    /// caller's buffer.
+    fn mail_end(&mut self, op: MailOp, outcome: Outcome) -> MpiResult<()> {
+        self.mail_wake(&op, matches!(outcome, Outcome::Posted))?;
+        match (outcome, op.work) {
+            (Outcome::Failed(e), _) => Err(e),
+            (Outcome::Posted, Work::Post { .. }) => Ok(()),
+            (
+                Outcome::Collected,
+                Work::Collect {
+                    collect,
+                    op: comb,
+                    out,
+                    shape,
+                },
+            ) => fold(collect, &comb, shape).map(|r| {
+                out.write(&r);
+                self.st.colls.give_buf(r);
+            }),
+            _ => Err(MpiError::internal("a mailbox op ended out of turn")),
+        }
+    }
+
+    /// Rings the members of `op`'s communicator that sleep: the
     /// root after a post (`to_root`), else every other member, which may
     /// wait for a slot the root just gave back.
-    fn mail_wake(&self, i: usize, to_root: bool) -> MpiResult<()> {
+    fn mail_wake(&self, op: &MailOp, to_root: bool) -> MpiResult<()> {
         let (Some(shm), Some(bell)) = (self.net.shm.as_ref(), self.net.doorbell.as_ref()) else {
             return Ok(());
         };
-        let op = &self.st.colls.mail[i];
         let cm = self.comms.get(op.comm)?;
         let Central::Active(setup) = &cm.central else {
             return Ok(());
@@ -209,6 +216,19 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Polls mailbox op `op` once.
+fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
+    let dev = net
+        .shm
+        .as_ref()
+        .and_then(|s| s.device())
+        .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+    let Central::Active(setup) = &comms.get(op.comm)?.central else {
+        return Err(MpiError::internal("mailbox reduce lost its channel"));
+    };
+    Ok(poll(&mut op.work, &dev.channel(op.chan), setup.members()))
 }
 
 fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize]) -> Outcome {

@@ -3,6 +3,11 @@
 use crate::abi::userbuf::UserBuf;
 use std::rc::Rc;
 
+/// What a blocking operation that finished as it started returns instead
+/// of a request: none was made. [`Requests::get`] finds nothing under it,
+/// so a wait sees it done at once, and `remove` ignores it.
+pub const DONE: usize = usize::MAX;
+
 /// Where a completed operation's outcome lands, as MPI_Status reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Status {

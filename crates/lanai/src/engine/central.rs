@@ -10,7 +10,7 @@
 
 use super::comm::{Capture, RankMap, Slot};
 use super::error::{MpiError, MpiResult};
-use super::request::Op;
+use super::request::{Op, DONE};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::DATA_MAX;
@@ -152,6 +152,47 @@ impl CentralOp {
     }
 }
 
+/// Polls device operation `op` once: what the engine must do next.
+fn step_op(
+    net: &super::net::Net,
+    comms: &super::comm::Comms,
+    reqs: &super::request::Requests,
+    op: &mut CentralOp,
+) -> MpiResult<Action> {
+    let Central::Active(setup) = &comms.get(op.comm)?.central else {
+        return Err(MpiError::internal("central barrier lost its channel"));
+    };
+    let tree_done = op.tree_req.map(|r| reqs.get(r).is_none_or(|q| q.done));
+    let step = match setup.chan {
+        Some(ch) => {
+            let dev = net
+                .shm
+                .as_ref()
+                .and_then(|s| s.device())
+                .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+            let w = dev.channel(ch);
+            if let Some(d) = op.data.take() {
+                w.put_data(setup.me, op.dev.generation(), d.as_slice());
+            }
+            match tree_done {
+                Some(true) => op.dev.release(&w),
+                _ => op.dev.poll(&w, &setup.members),
+            }
+        }
+        None => match tree_done {
+            Some(true) => op.dev.release(&setup.solo),
+            _ => op.dev.poll(&setup.solo, &setup.members),
+        },
+    };
+    Ok(match step {
+        Step::Continue | Step::Pending => Action::Nothing,
+        Step::LocalComplete => Action::WakeLeader,
+        Step::Gathered if op.tree_req.is_none() => Action::StartTree,
+        Step::Gathered => Action::Nothing,
+        Step::Done { raised } => Action::Finish { raised },
+    })
+}
+
 /// What the device told a barrier in flight, applied after the borrow ends.
 enum Action {
     Nothing,
@@ -168,7 +209,12 @@ impl Engine {
 
     /// Starts a barrier on `comm` through the device; `None` when the
     /// communicator uses software barriers.
-    pub(super) fn central_barrier(&mut self, comm: usize) -> MpiResult<Option<usize>> {
+    /// `blocking` as for [`Engine::central_start_with`].
+    pub(super) fn central_barrier(
+        &mut self,
+        comm: usize,
+        blocking: bool,
+    ) -> MpiResult<Option<usize>> {
         let size = self.comms.get(comm)?.size;
         if !self.central_wanted(size) {
             return Ok(None);
@@ -177,7 +223,9 @@ impl Engine {
             match &self.comms.get(comm)?.central {
                 Central::Untried => return self.central_negotiate(comm).map(Some),
                 Central::Negotiating { .. } => self.central_resolve(comm)?,
-                Central::Active(_) => return self.central_start(comm).map(Some),
+                Central::Active(_) => {
+                    return self.central_start_with(comm, None, blocking).map(Some)
+                }
                 Central::Declined => return Ok(None),
             }
         }
@@ -343,7 +391,8 @@ impl Engine {
             op,
             out,
         };
-        self.central_start_with(comm, Some((data, reduce))).map(Ok)
+        self.central_start_with(comm, Some((data, reduce)), may_agree)
+            .map(Ok)
     }
 
     /// Whether a reduction of `len` bytes, at most `max`, on `comm` may use
@@ -378,14 +427,14 @@ impl Engine {
         ))
     }
 
-    fn central_start(&mut self, comm: usize) -> MpiResult<usize> {
-        self.central_start_with(comm, None)
-    }
-
+    /// Starts a device barrier, with a small allreduce riding on it if
+    /// `reduce` says so. `blocking`: the caller waits at once, and gets
+    /// [`DONE`] instead of a request if the barrier is over as it starts.
     fn central_start_with(
         &mut self,
         comm: usize,
         reduce: Option<(UserBuf, SmallReduce)>,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
         let seq = cm.coll_seq;
@@ -400,16 +449,39 @@ impl Engine {
             (Some((data, r)), Some(_)) => (Some(r), Some(data)),
             _ => (None, None),
         };
-        let req = self.st.reqs.insert(Op::Coll);
-        self.st.colls.central.push(CentralOp {
-            req,
+        let mut op = CentralOp {
+            req: DONE,
             comm,
             dev,
             seq,
             tree_req: None,
             reduce,
             data,
-        });
+        };
+        // A blocking call that is last to arrive is done here, with no
+        // request; the others queue. Only with no other device operation in
+        // flight: those of one communicator run in order, and the others
+        // are polled whenever one starts.
+        let mut start_tree = false;
+        if blocking && self.st.colls.central.is_empty() {
+            match step_op(&self.net, &self.comms, &self.st.reqs, &mut op)? {
+                Action::Finish { raised } => {
+                    self.central_end(op, raised)?;
+                    return Ok(DONE);
+                }
+                Action::WakeLeader => self.central_wake(comm, true)?,
+                Action::StartTree => start_tree = true,
+                Action::Nothing => {}
+            }
+        }
+        op.req = self.st.reqs.insert(Op::Coll);
+        let req = op.req;
+        self.st.colls.central.push(op);
+        if start_tree {
+            let i = self.st.colls.central.len() - 1;
+            let tree = self.central_start_tree(i)?;
+            self.st.colls.central[i].tree_req = Some(tree);
+        }
         self.drive_central()?;
         Ok(req)
     }
@@ -434,44 +506,12 @@ impl Engine {
                 i += 1;
                 continue;
             }
-            let action = {
-                let op = &mut self.st.colls.central[i];
-                let Central::Active(setup) = &self.comms.get(op.comm)?.central else {
-                    return Err(MpiError::internal("central barrier lost its channel"));
-                };
-                let tree_done = op
-                    .tree_req
-                    .map(|r| self.st.reqs.get(r).is_none_or(|q| q.done));
-                let step = match setup.chan {
-                    Some(ch) => {
-                        let dev = self
-                            .net
-                            .shm
-                            .as_ref()
-                            .and_then(|s| s.device())
-                            .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
-                        let w = dev.channel(ch);
-                        if let Some(d) = op.data.take() {
-                            w.put_data(setup.me, op.dev.generation(), d.as_slice());
-                        }
-                        match tree_done {
-                            Some(true) => op.dev.release(&w),
-                            _ => op.dev.poll(&w, &setup.members),
-                        }
-                    }
-                    None => match tree_done {
-                        Some(true) => op.dev.release(&setup.solo),
-                        _ => op.dev.poll(&setup.solo, &setup.members),
-                    },
-                };
-                match step {
-                    Step::Continue | Step::Pending => Action::Nothing,
-                    Step::LocalComplete => Action::WakeLeader,
-                    Step::Gathered if op.tree_req.is_none() => Action::StartTree,
-                    Step::Gathered => Action::Nothing,
-                    Step::Done { raised } => Action::Finish { raised },
-                }
-            };
+            let action = step_op(
+                &self.net,
+                &self.comms,
+                &self.st.reqs,
+                &mut self.st.colls.central[i],
+            )?;
             match action {
                 Action::Nothing => i += 1,
                 Action::WakeLeader => {
@@ -486,23 +526,33 @@ impl Engine {
                 }
                 Action::Finish { raised } => {
                     let op = self.st.colls.central.swap_remove(i);
-                    if let Some(t) = op.tree_req {
-                        self.st.reqs.remove(t);
-                    }
-                    if raised {
-                        self.central_wake(op.comm, false)?;
-                    }
-                    if let Some(r) = &op.reduce {
-                        let buf = self.st.colls.take_buf();
-                        let buf = self.central_fold(op.comm, op.dev.generation(), r, buf)?;
-                        self.st.colls.give_buf(buf);
-                    }
-                    self.st.reqs.complete(op.req, super::coll::coll_status());
+                    let req = op.req;
+                    let res = self.central_end(op, raised);
+                    self.st.reqs.complete(req, super::coll::coll_status());
+                    res?;
                     did = true;
                 }
             }
         }
         Ok(did)
+    }
+
+    /// Finishes a device operation that is over: drops its tree instance,
+    /// wakes the sleepers if this rank raised the output, and folds a
+    /// riding allreduce into the caller's buffer.
+    fn central_end(&mut self, op: CentralOp, raised: bool) -> MpiResult<()> {
+        if let Some(t) = op.tree_req {
+            self.st.reqs.remove(t);
+        }
+        if raised {
+            self.central_wake(op.comm, false)?;
+        }
+        if let Some(r) = &op.reduce {
+            let buf = self.st.colls.take_buf();
+            let buf = self.central_fold(op.comm, op.dev.generation(), r, buf)?;
+            self.st.colls.give_buf(buf);
+        }
+        Ok(())
     }
 
     /// Every member's contribution, folded in the canonical order in `buf`

@@ -119,8 +119,9 @@ impl Engine {
         };
         // A blocking call tries once before it makes a request: a non-root
         // whose slot is free, and a root whose contributions are all in (a
-        // non-root runs ahead), are done here.
-        if may_agree {
+        // non-root runs ahead), are done here. Only with no other mailbox
+        // reduce in flight, since those are polled whenever one starts.
+        if may_agree && self.st.colls.mail.is_empty() {
             match poll_op(&self.net, &self.comms, &mut op)? {
                 Outcome::Waiting => {}
                 Outcome::Took => self.mail_wake(&op, false)?,

@@ -560,7 +560,7 @@ impl Engine {
         if let Some(req) = self.try_offload(comm, Offered::Barrier, blocking)? {
             return Ok(req);
         }
-        if let Some(req) = self.central_barrier(comm)? {
+        if let Some(req) = self.central_barrier(comm, blocking)? {
             return Ok(req);
         }
         let (rank, size) = self.rank_size(comm)?;

@@ -402,7 +402,7 @@ pub(super) unsafe fn reduce_arg(
     if types::predefined(dt).is_some() {
         return Ok(Staged::pass(p, count, dt));
     }
-    let how = if types::op(op).is_ok() {
+    let how = if types::op_kind(op).is_some() {
         how.reduce()
     } else {
         how

@@ -182,7 +182,7 @@ fn datatype(dt: MPI_Datatype) -> MpiResult<()> {
 fn op(dt: MPI_Datatype, o: MPI_Op) -> MpiResult<()> {
     datatype(dt)?;
     // A derived type is reduced as its basic kind, checked at start.
-    if types::predefined(dt).is_none() && types::op(o).is_ok() {
+    if types::predefined(dt).is_none() && types::op_kind(o).is_some() {
         return Ok(());
     }
     super::ops::combiner(dt, o).map(drop)

@@ -181,7 +181,17 @@ pub fn reduce_elem(t: MPI_Datatype) -> Result<Elem, MpiError> {
 
 /// A predefined reduction operation.
 pub fn op(o: MPI_Op) -> Result<Op, MpiError> {
-    Ok(match o {
+    op_kind(o).ok_or_else(|| {
+        MpiError::new(
+            c::MPI_ERR_OP,
+            format!("invalid reduction operation 0x{:08x}", o as u32),
+        )
+    })
+}
+
+/// The predefined operation `o` names, if it names one.
+pub fn op_kind(o: MPI_Op) -> Option<Op> {
+    Some(match o {
         c::MPI_MAX => Op::Max,
         c::MPI_MIN => Op::Min,
         c::MPI_SUM => Op::Sum,
@@ -196,12 +206,7 @@ pub fn op(o: MPI_Op) -> Result<Op, MpiError> {
         c::MPI_MINLOC => Op::Minloc,
         c::MPI_REPLACE => Op::Replace,
         c::MPI_NO_OP => Op::NoOp,
-        _ => {
-            return Err(MpiError::new(
-                c::MPI_ERR_OP,
-                format!("invalid reduction operation 0x{:08x}", o as u32),
-            ))
-        }
+        _ => return None,
     })
 }
 

@@ -281,6 +281,20 @@ def have(tool):
     return shutil.which(tool) is not None
 
 
+def assert_passes_under_hydra(exe, name, nranks, args=(), on_lanai=True):
+    """Run an mpicc.mpich build under mpiexec.hydra, on Lanai (through
+    LD_LIBRARY_PATH) or on MPICH itself, and require it to pass cleanly."""
+    import pytest
+
+    if not have(HYDRA):
+        pytest.skip("mpiexec.hydra not installed")
+    env = lib_env() if on_lanai else None
+    r = run_job([HYDRA, "-n", str(nranks), exe, *args], exe, env)
+    assert_passed(r, name)
+    if on_lanai:
+        assert_clean(r)
+
+
 def listening_ports(pids):
     """(host, port) of TCP sockets in LISTEN state owned by `pids`, from
     `ss -Htlnp`."""

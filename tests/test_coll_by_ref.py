@@ -15,7 +15,7 @@ import re
 import pytest
 
 import harness
-from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+from harness import assert_clean, assert_passed, lanairun_argv, run_job
 
 PROG = "coll_by_ref"
 SHAPES = [(2, 1), (3, 1), (4, 2)] if harness.QUICK else [(1, 1), (2, 1), (3, 1), (5, 1), (4, 2), (8, 3)]
@@ -99,15 +99,8 @@ def test_a_rank_killed_with_references_in_flight_ends_the_job(lanai_exe, nranks)
 
 
 def test_mpich_build_on_lanai_under_hydra(mpich_exe):
-    if not harness.have("mpiexec.hydra"):
-        pytest.skip("mpiexec.hydra not installed")
-    r = run_job(["mpiexec.hydra", "-n", "3", mpich_exe, "1"], mpich_exe, lib_env())
-    assert_passed(r, PROG)
-    assert_clean(r)
+    harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["1"])
 
 
 def test_program_itself_on_mpich(mpich_exe):
-    if not harness.have("mpiexec.hydra"):
-        pytest.skip("mpiexec.hydra not installed")
-    r = run_job(["mpiexec.hydra", "-n", "3", mpich_exe, "1"], mpich_exe)
-    assert_passed(r, PROG)
+    harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["1"], on_lanai=False)

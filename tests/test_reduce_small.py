@@ -10,7 +10,7 @@ reduce, for comparison.
 import pytest
 
 import harness
-from harness import assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+from harness import assert_clean, assert_passed, lanairun_argv, run_job
 
 PROG = "reduce_small"
 SHAPES = [(2, 1), (4, 1), (4, 2)] if harness.QUICK else [(1, 1), (2, 1), (3, 1), (5, 1), (8, 1), (4, 2), (6, 3)]
@@ -35,15 +35,8 @@ def test_small_reduces(lanai_exe, nranks, nodes, algo):
 
 
 def test_mpich_build_on_lanai_under_hydra(mpich_exe):
-    if not harness.have("mpiexec.hydra"):
-        pytest.skip("mpiexec.hydra not installed")
-    r = run_job(["mpiexec.hydra", "-n", "4", mpich_exe, "60"], mpich_exe, lib_env())
-    assert_passed(r, PROG)
-    assert_clean(r)
+    harness.assert_passes_under_hydra(mpich_exe, PROG, 4, ["60"])
 
 
 def test_program_itself_on_mpich(mpich_exe):
-    if not harness.have("mpiexec.hydra"):
-        pytest.skip("mpiexec.hydra not installed")
-    r = run_job(["mpiexec.hydra", "-n", "3", mpich_exe, "30"], mpich_exe)
-    assert_passed(r, PROG)
+    harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["30"], on_lanai=False)

@@ -398,7 +398,7 @@ pub(super) unsafe fn reduce_arg(
     op: MPI_Op,
     how: Use,
 ) -> MpiResult<Staged> {
-    // The common case, decided first: a predefined type is never staged.
+    // A predefined type is never staged: the common case, decided first.
     if types::predefined(dt).is_some() {
         return Ok(Staged::pass(p, count, dt));
     }

@@ -95,9 +95,9 @@ fn resolve(o: MPI_Op) -> MpiResult<Resolved> {
             _ => Err(bad_op(o)),
         };
     }
-    types::op(o)
+    types::op_kind(o)
         .map(Resolved::Predefined)
-        .map_err(|_| bad_op(o))
+        .ok_or_else(|| bad_op(o))
 }
 
 /// The element size of `dt` for a user op, and its layout when `dt` is
@@ -128,13 +128,6 @@ fn user_op_type(dt: MPI_Datatype) -> MpiResult<(usize, Option<Datatype>)> {
 
 /// The reduction the engine applies for `op` on `dt`.
 pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
-    // Every reduction asks this: a predefined operation on a predefined
-    // type with an element kind is decided in two table lookups.
-    if let (Some(o), Some((_, Some(elem)))) = (types::op_kind(op), types::predefined(dt)) {
-        if let Ok(p) = Predefined::new(o, elem) {
-            return Ok(Combiner::Predefined(p));
-        }
-    }
     match resolve(op)? {
         Resolved::Predefined(o) => {
             if let Some(ld) = super::long_double::LongDouble::new(o, dt) {

@@ -19,20 +19,19 @@ pub fn predefined(t: MPI_Datatype) -> Option<(usize, Option<Elem>)> {
         _ => return None,
     };
     let e = table[(t as u32 & 0xff) as usize];
-    (e.handle == t && e.known).then_some((e.size, e.elem))
+    (e.handle == t).then_some((e.size, e.elem))
 }
 
+/// A table entry; handle 0 (no predefined type's) marks an empty one.
 #[derive(Clone, Copy)]
 struct Known {
     handle: MPI_Datatype,
-    known: bool,
     size: usize,
     elem: Option<Elem>,
 }
 
 const UNKNOWN: Known = Known {
     handle: 0,
-    known: false,
     size: 0,
     elem: None,
 };
@@ -49,12 +48,11 @@ const fn table(kind: u32) -> [Known; 256] {
             let h = ((kind << 16) | (sizes[s] << 8) | i) as MPI_Datatype;
             if let Some((size, elem)) = classify(h) {
                 assert!(
-                    !t[i as usize].known,
+                    t[i as usize].handle == 0,
                     "two predefined handles share a low byte"
                 );
                 t[i as usize] = Known {
                     handle: h,
-                    known: true,
                     size,
                     elem,
                 };

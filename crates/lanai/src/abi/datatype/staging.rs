@@ -633,7 +633,12 @@ impl Staged {
         how: Use,
     ) -> MpiResult<Staged> {
         let count: MPI_Count = count.into();
-        if buf as usize == c::MPI_IN_PLACE || predef::lookup(h).is_some() || !super::is_derived(h) {
+        // The common case first: a basic type, one table lookup.
+        if crate::abi::types::predefined(h).is_some()
+            || buf as usize == c::MPI_IN_PLACE
+            || predef::lookup(h).is_some()
+            || !super::is_derived(h)
+        {
             return Ok(Staged::pass(buf, count, h));
         }
         if count < 0 {

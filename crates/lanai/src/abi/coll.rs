@@ -429,6 +429,22 @@ unsafe fn reduce_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if types::predefined(datatype).is_some() {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            reduce(
+                e,
+                sendbuf,
+                recvbuf,
+                count,
+                datatype,
+                (op, datatype),
+                root,
+                comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -538,6 +554,21 @@ unsafe fn allreduce_staged(
 ) -> c_int {
     // A blocking call may set up the shared-memory path on the way.
     let blocking = matches!(mode, Mode::Wait);
+    if types::predefined(datatype).is_some() {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            allreduce(
+                e,
+                sendbuf,
+                recvbuf,
+                count,
+                datatype,
+                (op, datatype),
+                comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,

@@ -17,6 +17,10 @@ pub(super) use coll::*;
 /// Whether `comm` is a live intercommunicator. Anything else (including an
 /// invalid handle) goes down the ordinary path, which reports it.
 pub(super) fn is_inter(comm: MPI_Comm) -> bool {
+    // The predefined communicators never are: decided without the engine.
+    if comm == c::MPI_COMM_WORLD || comm == c::MPI_COMM_SELF {
+        return false;
+    }
     state::with_engine(|e| Ok(e.comms.get(comm_idx(comm)?)?.is_inter())).unwrap_or(false)
 }
 

@@ -128,6 +128,13 @@ fn user_op_type(dt: MPI_Datatype) -> MpiResult<(usize, Option<Datatype>)> {
 
 /// The reduction the engine applies for `op` on `dt`.
 pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
+    // The common case first, by two table lookups: a predefined operation
+    // on a type with a native element kind (long double has none).
+    if let (Some(o), Some((_, Some(elem)))) = (types::op_kind(op), types::predefined(dt)) {
+        if let Ok(p) = Predefined::new(o, elem) {
+            return Ok(Combiner::Predefined(p));
+        }
+    }
     match resolve(op)? {
         Resolved::Predefined(o) => {
             if let Some(ld) = super::long_double::LongDouble::new(o, dt) {

@@ -979,29 +979,58 @@ pub fn collective_on<A: StagedArgs>(
     start: impl FnOnce(&mut Engine, usize, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
     crate::abi::call(name, Some(comm), |e| {
-        if matches!(mode, Mode::Request(r) if r.is_null()) {
-            return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
-        }
+        check_request(mode)?;
         let ci = crate::abi::comm_idx(comm)?;
         let args = stage(e, ci)?;
         let req = start(e, ci, args.as_ref())?;
-        match mode {
-            Mode::Wait => {
-                e.finish_coll(req)?;
-                args.into_iter().try_for_each(Staged::finish)
+        if let Mode::Request(_) = mode {
+            // Temporaries live (and outputs wait to be unpacked) until
+            // the request completes.
+            if args.as_ref().iter().any(Staged::is_staged) {
+                hold(e, req, Pending::Coll(args.into_iter().collect()));
             }
-            Mode::Request(r) => {
-                // Temporaries live (and outputs wait to be unpacked) until
-                // the request completes.
-                if args.as_ref().iter().any(Staged::is_staged) {
-                    hold(e, req, Pending::Coll(args.into_iter().collect()));
-                }
-                // SAFETY: checked non-null above; writable per the MPI contract.
-                unsafe { *r = crate::abi::requests::handle_of(req) };
-                Ok(())
-            }
+            return hand_back(e, mode, req);
         }
+        hand_back(e, mode, req)?;
+        args.into_iter().try_for_each(Staged::finish)
     })
+}
+
+/// Runs a collective whose buffers need no staging (every datatype
+/// predefined): the blocking form waits, the `I` form returns the handle.
+/// The hot small reductions come this way, with nothing to wrap or unpack.
+pub fn unstaged(
+    name: &str,
+    comm: crate::abi::consts::MPI_Comm,
+    mode: Mode,
+    start: impl FnOnce(&mut Engine) -> MpiResult<usize>,
+) -> c_int {
+    crate::abi::call(name, Some(comm), |e| {
+        check_request(mode)?;
+        let req = start(e)?;
+        hand_back(e, mode, req)
+    })
+}
+
+fn check_request(mode: Mode) -> MpiResult<()> {
+    if matches!(mode, Mode::Request(r) if r.is_null()) {
+        return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
+    }
+    Ok(())
+}
+
+/// Completes a started collective's call: a blocking one waits for
+/// request `req`, a nonblocking one writes its handle.
+fn hand_back(e: &mut Engine, mode: Mode, req: usize) -> MpiResult<()> {
+    match mode {
+        Mode::Wait => e.finish_coll(req),
+        Mode::Request(r) => {
+            // SAFETY: checked non-null before the start; writable per the
+            // MPI contract.
+            unsafe { *r = crate::abi::requests::handle_of(req) };
+            Ok(())
+        }
+    }
 }
 
 /// The staged buffer arguments of one collective: a `Vec`, or an array

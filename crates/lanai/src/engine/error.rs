@@ -2,10 +2,18 @@
 
 use crate::abi::consts as c;
 
-/// An error to report through the communicator's error handler. `msg` is the
-/// cause alone; the ABI layer prefixes the MPI function's name.
+/// An error to report through the communicator's error handler, read
+/// through its [`Detail`]. Boxed so that an `MpiResult` of a word or two
+/// comes back in registers: every call on the hot paths returns one, and
+/// a result returned through memory costs a stall when the caller reads it
+/// back right after stores to shared memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MpiError {
+pub struct MpiError(Box<Detail>);
+
+/// What an [`MpiError`] says. `msg` is the cause alone; the ABI layer
+/// prefixes the MPI function's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detail {
     pub class: i32,
     pub msg: String,
     /// Caused by another process failing (a lost connection, a dead peer):
@@ -13,19 +21,32 @@ pub struct MpiError {
     pub peer_failure: bool,
 }
 
+impl std::ops::Deref for MpiError {
+    type Target = Detail;
+    fn deref(&self) -> &Detail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MpiError {
+    fn deref_mut(&mut self) -> &mut Detail {
+        &mut self.0
+    }
+}
+
 impl MpiError {
+    #[cold]
     pub fn new(class: i32, msg: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(Detail {
             class,
             msg: msg.into(),
             peer_failure: false,
-        }
+        }))
     }
     pub fn peer_lost(msg: impl Into<String>) -> Self {
-        Self {
-            peer_failure: true,
-            ..Self::other(msg)
-        }
+        let mut e = Self::other(msg);
+        e.peer_failure = true;
+        e
     }
     pub fn rank(rank: i32, size: usize) -> Self {
         Self::new(

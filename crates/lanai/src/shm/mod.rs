@@ -7,6 +7,7 @@
 pub mod barrier_device;
 pub mod cma;
 pub mod engine_seg;
+pub mod fence;
 pub mod ring;
 pub mod segment;
 

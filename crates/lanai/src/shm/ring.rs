@@ -15,9 +15,10 @@
 //! future `seq`. A message never wraps: a pad record fills the ring's end.
 
 use super::barrier_device::{device_len, Device};
+use super::fence;
 use super::Segment;
 use lanai_wire::envelope::{Envelope, ENVELOPE_LEN};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x4c41_4e41_4953_484d; // "LANAISHM"
 const HEADER_BYTES: usize = 256;
@@ -89,6 +90,8 @@ impl ShmNode {
         if seg.len() < node_segment_len(local_size, ring_bytes, channels) || me >= local_size {
             return Err("shared-memory segment too small for this node".into());
         }
+        // Before any peer can wait on this rank's wake-ups (`peer_sleeping`).
+        fence::register();
         Ok(Self {
             seg,
             local_size,
@@ -198,18 +201,21 @@ impl ShmNode {
             != 0
     }
 
-    /// Marks this rank as about to sleep (or awake). The fence pairs with the
-    /// one in [`ShmNode::peer_sleeping`]: either the sleeper sees the new
-    /// message on its last poll, or the sender sees the flag and wakes it.
+    /// Marks this rank as about to sleep (or awake). Going to sleep, the
+    /// heavy fence pairs with the light one in [`ShmNode::peer_sleeping`]:
+    /// either the sleeper sees the new message on its last poll, or the
+    /// sender sees the flag and wakes it (`fence.rs`).
     pub fn set_sleeping(&self, sleeping: bool) {
         self.atomic_u32(self.ctrl(self.me))
             .store(u32::from(sleeping), Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        if sleeping {
+            fence::heavy();
+        }
     }
 
     /// Whether `local` may be asleep and need a wake-up after a send.
     pub fn peer_sleeping(&self, local: usize) -> bool {
-        fence(Ordering::SeqCst);
+        fence::light();
         self.atomic_u32(self.ctrl(local)).load(Ordering::Relaxed) != 0
     }
 

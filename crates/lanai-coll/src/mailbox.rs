@@ -11,8 +11,17 @@
 //! slowest root, whoever that is for each reduce. Stamps are compared for
 //! equality only, so they may wrap.
 //!
+//! A member does not read its slot's `taken` stamp on every post: that
+//! word shares a cache line with the stamps the roots are writing, so the
+//! read would cost a transfer between cores each time. It keeps
+//! [`FreeSlots`], which slots it has seen free, and reads the stamps of a
+//! whole line ([`GROUP`] slots) when it reaches one it has not: a member
+//! that keeps ahead of its roots then reads that line once per group.
+//!
 //! As in [`crate::central`], every poll makes single accesses to the
 //! wires, so a model can interleave ranks freely.
+
+use std::cell::Cell;
 
 /// Slots per member: how far a non-root may run ahead of the roots. Deep
 /// enough that a root that loses its core for a moment does not stall the
@@ -33,6 +42,43 @@ pub trait MailWires {
     fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize;
     /// Publishes that the contribution `stamp` in member `i`'s `slot` is read.
     fn take(&self, i: usize, slot: usize, stamp: u32);
+}
+
+/// Slots whose `taken` stamps a member reads in one look: four-byte
+/// stamps, one cache line of them.
+pub const GROUP: u32 = 16;
+
+const _: () = assert!(SLOTS == u64::BITS && SLOTS % GROUP == 0);
+
+/// What a member knows of its own slots, kept across its posts: a set bit
+/// is a slot seen free (`taken` equal to `filled`) and not filled since.
+/// Only the owner fills a slot, so one seen free stays free until then.
+/// Interior mutability, so that posts in flight can share it where only
+/// a shared reference to the communicator's state is at hand.
+#[derive(Debug, Default, Clone)]
+pub struct FreeSlots(Cell<u64>);
+
+impl FreeSlots {
+    /// Takes `slot` of member `me` for a post if it is free, learning the
+    /// state of its whole group when it is not known free.
+    fn claim(&self, w: &impl MailWires, me: usize, slot: usize) -> bool {
+        let bit = 1u64 << slot;
+        let mut known = self.0.get();
+        if known & bit == 0 {
+            let first = slot - slot % GROUP as usize;
+            for k in first..first + GROUP as usize {
+                if w.taken(me, k) == w.filled(me, k) {
+                    known |= 1 << k;
+                }
+            }
+            if known & bit == 0 {
+                self.0.set(known);
+                return false;
+            }
+        }
+        self.0.set(known & !bit);
+        true
+    }
 }
 
 /// The slot reduce `stamp` uses.
@@ -81,10 +127,11 @@ impl Post {
         self.root
     }
 
-    /// True once `data` is in its slot (the post is then over).
-    pub fn poll(&mut self, w: &impl MailWires, data: &[u8]) -> bool {
+    /// True once `data` is in its slot (the post is then over). `free` is
+    /// this member's knowledge of its slots, the same for all its posts.
+    pub fn poll(&mut self, w: &impl MailWires, free: &FreeSlots, data: &[u8]) -> bool {
         let slot = slot_of(self.stamp);
-        if w.taken(self.me, slot) != w.filled(self.me, slot) {
+        if !free.claim(w, self.me, slot) {
             return false;
         }
         w.fill(self.me, slot, self.stamp, data);
@@ -246,34 +293,87 @@ mod tests {
     #[test]
     fn a_non_root_runs_ahead_by_the_slots_and_no_further() {
         let w = Model::new(2);
+        let free: Vec<FreeSlots> = (0..2).map(|_| FreeSlots::default()).collect();
         // Member 1 posts reduces 1..=SLOTS at once; the next must wait.
         for s in 1..=SLOTS {
-            assert!(Post::new(1, s, 0).poll(&w, &word(1, s)), "stamp {s}");
+            assert!(
+                Post::new(1, s, 0).poll(&w, &free[1], &word(1, s)),
+                "stamp {s}"
+            );
         }
         let mut late = Post::new(1, SLOTS + 1, 0);
         assert!(
-            !late.poll(&w, &word(1, SLOTS + 1)),
+            !late.poll(&w, &free[1], &word(1, SLOTS + 1)),
             "slot 1 still holds reduce 1"
         );
         // The root takes reduce 1, which frees its slot and nothing else.
         let mut c = Collect::new(1, 2, 0, &word(0, 1), Vec::new());
         assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
         assert_eq!(c.parts(), vec![&word(0, 1)[..], &word(1, 1)[..]]);
-        assert!(late.poll(&w, &word(1, SLOTS + 1)));
-        assert!(!Post::new(1, SLOTS + 2, 0).poll(&w, &word(1, SLOTS + 2)));
+        assert!(late.poll(&w, &free[1], &word(1, SLOTS + 1)));
+        assert!(!Post::new(1, SLOTS + 2, 0).poll(&w, &free[1], &word(1, SLOTS + 2)));
+    }
+
+    /// Counts the reads of `taken` stamps, the words roots write.
+    struct Counting {
+        inner: Model,
+        taken_reads: std::cell::Cell<usize>,
+    }
+
+    impl MailWires for Counting {
+        fn filled(&self, i: usize, slot: usize) -> u32 {
+            self.inner.filled(i, slot)
+        }
+        fn taken(&self, i: usize, slot: usize) -> u32 {
+            self.taken_reads.set(self.taken_reads.get() + 1);
+            self.inner.taken(i, slot)
+        }
+        fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+            self.inner.fill(i, slot, stamp, data)
+        }
+        fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
+            self.inner.read(i, slot, out)
+        }
+        fn take(&self, i: usize, slot: usize, stamp: u32) {
+            self.inner.take(i, slot, stamp)
+        }
+    }
+
+    #[test]
+    fn a_member_reads_the_roots_stamps_once_per_group_of_slots() {
+        let w = Counting {
+            inner: Model::new(2),
+            taken_reads: std::cell::Cell::new(0),
+        };
+        let free = FreeSlots::default();
+        // The root keeps up: each post is taken before the next.
+        for s in 1..=3 * SLOTS {
+            assert!(Post::new(1, s, 0).poll(&w, &free, &word(1, s)), "stamp {s}");
+            let mut c = Collect::new(s, 2, 0, &word(0, s), Vec::new());
+            assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
+        }
+        // One look at a group per GROUP posts, not one per post.
+        let looks = (3 * SLOTS / GROUP) as usize;
+        assert_eq!(w.taken_reads.get(), looks * GROUP as usize);
+        // A slot it has filled is not free until a root takes it, even
+        // though the member saw it free before.
+        let mut held = Post::new(1, 4 * SLOTS + 1, 0);
+        assert!(held.poll(&w, &free, &word(1, 1)));
+        assert!(!Post::new(1, 5 * SLOTS + 1, 0).poll(&w, &free, &word(1, 2)));
     }
 
     #[test]
     fn the_root_waits_for_its_own_stamp_not_an_older_one() {
         let w = Model::new(3);
-        assert!(Post::new(2, 1, 0).poll(&w, &word(2, 1)));
+        let free: Vec<FreeSlots> = (0..3).map(|_| FreeSlots::default()).collect();
+        assert!(Post::new(2, 1, 0).poll(&w, &free[2], &word(2, 1)));
         // Reduce 65 shares slot 1 with reduce 1, whose data is still there.
         let wires = [0, 1, 2];
         let mut c = Collect::new(SLOTS + 1, 3, 1, &word(1, 9), Vec::new());
         assert_eq!(c.poll(&w, &wires), Ok(false));
         let mut c1 = Collect::new(1, 3, 1, &word(1, 1), vec![7; 100]);
         assert_eq!(c1.missing(), 2);
-        assert!(Post::new(0, 1, 0).poll(&w, &word(0, 1)));
+        assert!(Post::new(0, 1, 0).poll(&w, &free[0], &word(0, 1)));
         assert_eq!(c1.poll(&w, &wires), Ok(true));
         assert_eq!(c1.missing(), 0);
         assert_eq!(
@@ -287,7 +387,8 @@ mod tests {
     #[test]
     fn a_contribution_of_the_wrong_size_is_reported() {
         let w = Model::new(2);
-        assert!(Post::new(1, 1, 0).poll(&w, &[1, 2, 3]));
+        let free: Vec<FreeSlots> = (0..2).map(|_| FreeSlots::default()).collect();
+        assert!(Post::new(1, 1, 0).poll(&w, &free[1], &[1, 2, 3]));
         let mut c = Collect::new(1, 2, 0, &[0; 8], Vec::new());
         assert_eq!(
             c.poll(&w, &[0, 1]),
@@ -298,7 +399,7 @@ mod tests {
             })
         );
         // The slot was given back, so its owner is not stuck.
-        assert!(Post::new(1, 1 + SLOTS, 0).poll(&w, &[0; 8]));
+        assert!(Post::new(1, 1 + SLOTS, 0).poll(&w, &free[1], &[0; 8]));
     }
 
     proptest! {
@@ -314,6 +415,7 @@ mod tests {
             schedule in proptest::collection::vec(0usize..6, 0..4000),
         ) {
             let w = Model::new(members);
+            let free: Vec<FreeSlots> = (0..members).map(|_| FreeSlots::default()).collect();
             let wires: Vec<usize> = (0..members).rev().collect();
             // Per member: the reduce it is on and its operation in flight.
             enum Doing { Post(Post, Vec<u8>), Collect(Collect) }
@@ -330,7 +432,7 @@ mod tests {
             let step = |m: usize, at: &mut Vec<u32>, doing: &mut Vec<Option<Doing>>| {
                 let Some(d) = doing[m].as_mut() else { return };
                 let done = match d {
-                    Doing::Post(p, data) => p.poll(&w, data),
+                    Doing::Post(p, data) => p.poll(&w, &free[wires[m]], data),
                     Doing::Collect(c) => {
                         let done = c.poll(&w, &wires).expect("sizes match");
                         if done {

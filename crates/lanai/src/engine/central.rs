@@ -16,6 +16,7 @@ use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::DATA_MAX;
 use lanai_coll::central::{reached, DeviceRank, Role, Step, Wires};
 use lanai_coll::leaders_barrier;
+use lanai_coll::mailbox::FreeSlots;
 use std::cell::Cell;
 use std::time::Duration;
 
@@ -91,6 +92,8 @@ pub struct Setup {
     tree: Option<Tree>,
     /// Stamp of the last mailbox reduce started (`central_reduce.rs`).
     pub(super) mail: u32,
+    /// Which of this rank's mailbox slots it knows free.
+    pub(super) free: FreeSlots,
 }
 
 impl Setup {
@@ -350,6 +353,7 @@ impl Engine {
             role,
             tree,
             mail: 0,
+            free: FreeSlots::default(),
         }))
     }
 

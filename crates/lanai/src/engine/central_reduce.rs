@@ -15,7 +15,7 @@ use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, MAIL_MAX};
-use lanai_coll::mailbox::{Collect, Post};
+use lanai_coll::mailbox::{Collect, FreeSlots, Post};
 use lanai_coll::{Combine, ReduceTree};
 
 /// One mailbox reduce in flight on this rank.
@@ -229,13 +229,18 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
     let Central::Active(setup) = &comms.get(op.comm)?.central else {
         return Err(MpiError::internal("mailbox reduce lost its channel"));
     };
-    Ok(poll(&mut op.work, &dev.channel(op.chan), setup.members()))
+    Ok(poll(
+        &mut op.work,
+        &dev.channel(op.chan),
+        setup.members(),
+        &setup.free,
+    ))
 }
 
-fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize]) -> Outcome {
+fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize], free: &FreeSlots) -> Outcome {
     match work {
         Work::Post { post, data } => {
-            if post.poll(w, data.as_slice()) {
+            if post.poll(w, free, data.as_slice()) {
                 Outcome::Posted
             } else {
                 Outcome::Waiting

@@ -544,7 +544,7 @@ mod tests {
     /// must see exactly the contributions made for its reduce.
     #[test]
     fn threads_through_many_mailbox_reduces() {
-        use lanai_coll::mailbox::{Collect, Post};
+        use lanai_coll::mailbox::{Collect, FreeSlots, Post};
         let n = 3;
         let name = format!("/lanai-test-devmail-{}", std::process::id());
         let len = device_len(n, 1);
@@ -559,6 +559,7 @@ mod tests {
                     let members: Vec<usize> = (0..n).collect();
                     // One buffer for every collect, as the engine reuses one.
                     let mut spare = Vec::new();
+                    let free = FreeSlots::default();
                     for s in 1..=3000u32 {
                         let root = (s as usize / 7) % n;
                         if me == root {
@@ -572,7 +573,7 @@ mod tests {
                             spare = c.into_flat();
                         } else {
                             let mut p = Post::new(me, s, root);
-                            while !p.poll(&ch, &word(me, s)) {
+                            while !p.poll(&ch, &free, &word(me, s)) {
                                 std::thread::yield_now();
                             }
                         }

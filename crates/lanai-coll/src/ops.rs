@@ -184,6 +184,7 @@ pub struct Predefined {
 
 impl Predefined {
     /// Checks up front that `op` is defined on `elem`.
+    #[inline]
     pub fn new(op: Op, elem: Elem) -> Result<Self, OpError> {
         if op.defined_on(elem) {
             Ok(Predefined { op, elem })

@@ -14,7 +14,7 @@ use super::request::{Op, DONE};
 use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
-use crate::shm::barrier_device::{Channel, MAIL_MAX};
+use crate::shm::barrier_device::{Channel, Device, MAIL_MAX};
 use lanai_coll::mailbox::{Collect, FreeSlots, Post};
 use lanai_coll::{Combine, ReduceTree};
 
@@ -83,6 +83,7 @@ impl Engine {
             return Ok(Err(op));
         }
         let shape = self.settings.algos.reduce;
+        let dev = device(&self.net)?;
         let cm = self.comms.get_mut(comm)?;
         let rank = cm.rank;
         let Central::Active(setup) = &mut cm.central else {
@@ -93,7 +94,7 @@ impl Engine {
             .ok_or_else(|| MpiError::internal("mailbox reduce off its node"))?;
         setup.mail = setup.mail.wrapping_add(1);
         let stamp = setup.mail;
-        let work = match out {
+        let mut work = match out {
             Some(out) if rank == root => Work::Collect {
                 collect: Collect::new(
                     stamp,
@@ -111,29 +112,27 @@ impl Engine {
                 data,
             },
         };
-        let mut op = MailOp {
-            req: DONE,
-            comm,
-            chan,
-            work,
-        };
         // A blocking call tries once before it makes a request: a non-root
         // whose slot is free, and a root whose contributions are all in (a
         // non-root runs ahead), are done here. Only with no other mailbox
         // reduce in flight, since those are polled whenever one starts.
         if may_agree && self.st.colls.mail.is_empty() {
-            match poll_op(&self.net, &self.comms, &mut op)? {
+            match poll(&mut work, &dev.channel(chan), setup.members(), &setup.free) {
                 Outcome::Waiting => {}
-                Outcome::Took => self.mail_wake(&op, false)?,
+                Outcome::Took => self.mail_wake(comm, &work, false)?,
                 outcome => {
-                    self.mail_end(op, outcome)?;
+                    self.mail_end(comm, work, outcome)?;
                     return Ok(Ok(DONE));
                 }
             }
         }
-        op.req = self.st.reqs.insert(Op::Coll);
-        let req = op.req;
-        self.st.colls.mail.push(op);
+        let req = self.st.reqs.insert(Op::Coll);
+        self.st.colls.mail.push(MailOp {
+            req,
+            comm,
+            chan,
+            work,
+        });
         self.drive_mail()?;
         Ok(Ok(req))
     }
@@ -147,16 +146,16 @@ impl Engine {
             match poll_op(&self.net, &self.comms, op)? {
                 Outcome::Waiting => i += 1,
                 Outcome::Took => {
-                    self.mail_wake(&self.st.colls.mail[i], false)?;
+                    let op = &self.st.colls.mail[i];
+                    self.mail_wake(op.comm, &op.work, false)?;
                     did = true;
                     i += 1;
                 }
                 outcome => {
                     let op = self.st.colls.mail.swap_remove(i);
-                    let req = op.req;
-                    let res = self.mail_end(op, outcome);
+                    let res = self.mail_end(op.comm, op.work, outcome);
                     // The request completes either way; an error is the caller's.
-                    self.st.reqs.complete(req, super::coll::coll_status());
+                    self.st.reqs.complete(op.req, super::coll::coll_status());
                     res?;
                     did = true;
                 }
@@ -168,9 +167,9 @@ impl Engine {
     /// Finishes an op that is over: a post wakes its root; a collect wakes
     /// the members that may wait for their slots, and folds into the
     /// caller's buffer.
-    fn mail_end(&mut self, op: MailOp, outcome: Outcome) -> MpiResult<()> {
-        self.mail_wake(&op, matches!(outcome, Outcome::Posted))?;
-        match (outcome, op.work) {
+    fn mail_end(&mut self, comm: usize, work: Work, outcome: Outcome) -> MpiResult<()> {
+        self.mail_wake(comm, &work, matches!(outcome, Outcome::Posted))?;
+        match (outcome, work) {
             (Outcome::Failed(e), _) => Err(e),
             (Outcome::Posted, Work::Post { .. }) => Ok(()),
             (
@@ -189,20 +188,20 @@ impl Engine {
         }
     }
 
-    /// Rings the members of `op`'s communicator that sleep: the
-    /// root after a post (`to_root`), else every other member, which may
-    /// wait for a slot the root just gave back.
-    fn mail_wake(&self, op: &MailOp, to_root: bool) -> MpiResult<()> {
+    /// Rings the members of `comm` that sleep: the root after a post
+    /// (`to_root`), else every other member, which may wait for a slot the
+    /// root just gave back.
+    fn mail_wake(&self, comm: usize, work: &Work, to_root: bool) -> MpiResult<()> {
         let (Some(shm), Some(bell)) = (self.net.shm.as_ref(), self.net.doorbell.as_ref()) else {
             return Ok(());
         };
-        let cm = self.comms.get(op.comm)?;
+        let cm = self.comms.get(comm)?;
         let Central::Active(setup) = &cm.central else {
             return Ok(());
         };
         let members = setup.members();
         let targets: &[usize] = if to_root {
-            let root = match &op.work {
+            let root = match work {
                 Work::Post { post, .. } => post.root(),
                 Work::Collect { .. } => return Ok(()),
             };
@@ -219,13 +218,17 @@ impl Engine {
     }
 }
 
-/// Polls mailbox op `op` once.
-fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
-    let dev = net
-        .shm
+/// The node's barrier device, which holds the mailboxes.
+fn device(net: &Net) -> MpiResult<Device<'_>> {
+    net.shm
         .as_ref()
         .and_then(|s| s.device())
-        .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
+        .ok_or_else(|| MpiError::internal("barrier device vanished"))
+}
+
+/// Polls mailbox op `op` once.
+fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
+    let dev = device(net)?;
     let Central::Active(setup) = &comms.get(op.comm)?.central else {
         return Err(MpiError::internal("mailbox reduce lost its channel"));
     };

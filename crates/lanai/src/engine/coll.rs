@@ -5,7 +5,7 @@
 use super::comm::RankMap;
 use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
-use super::request::{Op, Status};
+use super::request::{Op, Status, DONE};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -528,6 +528,9 @@ impl Engine {
 
     /// Waits for the collective request `req` and releases it.
     pub fn finish_coll(&mut self, req: usize) -> MpiResult<()> {
+        if req == DONE {
+            return Ok(());
+        }
         self.wait(req)?;
         self.st.reqs.remove(req);
         Ok(())

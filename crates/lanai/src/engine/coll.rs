@@ -556,6 +556,9 @@ impl Engine {
         super::intercomm::reject(self.comms.get(comm)?)?;
         if self.comms.get(comm)?.size == 1 {
             // Alone: nothing to wait for, and no sequence number to keep in step.
+            if blocking {
+                return Ok(DONE);
+            }
             let req = self.st.reqs.insert(Op::Coll);
             self.st.reqs.complete(req, coll_status());
             return Ok(req);

@@ -42,6 +42,7 @@ fn comm_info(e: &Engine, comm: MPI_Comm) -> MpiResult<(usize, u32, u32)> {
     Ok((ci, cm.rank, cm.size))
 }
 
+#[inline(always)]
 fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
     super::ops::combiner(dt, op)
 }

@@ -107,6 +107,7 @@ pub fn call(
 /// # Safety
 /// `ptr` must point to `count` elements of `dt` that stay valid for the
 /// operation's lifetime, as the MPI standard requires of callers.
+#[inline(always)]
 pub unsafe fn user_buf(
     ptr: *const std::ffi::c_void,
     count: impl Into<MPI_Count>,

@@ -127,14 +127,24 @@ fn user_op_type(dt: MPI_Datatype) -> MpiResult<(usize, Option<Datatype>)> {
 }
 
 /// The reduction the engine applies for `op` on `dt`.
+///
+/// The common case is decided here, by two table lookups: a predefined
+/// operation on a type with a native element kind (long double has none).
+/// Inlined, like the other steps of a small reduction's entry, so that no
+/// result travels back through the stack: reading one there can wait for
+/// the previous call's store to shared memory (`docs/decisions.md`).
+#[inline(always)]
 pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
-    // The common case first, by two table lookups: a predefined operation
-    // on a type with a native element kind (long double has none).
     if let (Some(o), Some((_, Some(elem)))) = (types::op_kind(op), types::predefined(dt)) {
         if let Ok(p) = Predefined::new(o, elem) {
             return Ok(Combiner::Predefined(p));
         }
     }
+    any_combiner(dt, op)
+}
+
+#[inline(never)]
+fn any_combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
     match resolve(op)? {
         Resolved::Predefined(o) => {
             if let Some(ld) = super::long_double::LongDouble::new(o, dt) {

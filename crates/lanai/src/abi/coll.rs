@@ -399,10 +399,6 @@ pub(super) unsafe fn reduce_arg(
     op: MPI_Op,
     how: Use,
 ) -> MpiResult<Staged> {
-    // A predefined type is never staged: the common case, decided first.
-    if types::predefined(dt).is_some() {
-        return Ok(Staged::pass(p, count, dt));
-    }
     let how = if types::op_kind(op).is_some() {
         how.reduce()
     } else {

@@ -50,10 +50,10 @@ pub fn light() {
     }
 }
 
-/// The sleeping side: a full fence here and, by interrupt, on every core
-/// running a registered process.
+/// The sleeping side: a full barrier here (the system call orders the
+/// caller too) and, by interrupt, on every core running a registered
+/// process.
 pub fn heavy() {
-    fence(Ordering::SeqCst);
     if !membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) {
         // Unregistered peers fence for themselves (see `light`); only a
         // kernel that registered them and then refused this could lose a

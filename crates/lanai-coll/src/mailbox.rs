@@ -55,28 +55,83 @@ const _: () = assert!(SLOTS == u64::BITS && SLOTS % GROUP == 0);
 /// Only the owner fills a slot, so one seen free stays free until then.
 /// Interior mutability, so that posts in flight can share it where only
 /// a shared reference to the communicator's state is at hand.
+///
+/// A look at the stamps takes their line from the root that writes them,
+/// and that root then waits for it back. A member that has run a whole
+/// ring ahead, and looks on every poll while it waits, therefore slows
+/// the very root it waits for. So a member paces its looks by what they
+/// find:
+/// - a look that finds its slot taken, or frees only part of the rest of
+///   its group (it looked while the root was still at work there), makes
+///   the member wait twice as many polls as before, up to
+///   [`MAX_IDLE_POLLS`], before its next look;
+/// - a look that finds the rest of its group free halves that wait.
+///
+/// A member that keeps catching up with its root thus looks about once
+/// per group of the root's reduces; one that stays behind never waits.
 #[derive(Debug, Default, Clone)]
-pub struct FreeSlots(Cell<u64>);
+pub struct FreeSlots {
+    known: Cell<u64>,
+    /// Polls to let pass before a look, while blocked.
+    backoff: Cell<u32>,
+    /// Of those, the polls still to pass.
+    idle: Cell<u32>,
+    /// Whether the current wait has been served: then the member looks.
+    waited: Cell<bool>,
+}
+
+/// The most polls a waiting member lets pass between two looks: several
+/// of a root's reduces, so that the root rarely gives up the line.
+pub const MAX_IDLE_POLLS: u32 = 64;
 
 impl FreeSlots {
-    /// Takes `slot` of member `me` for a post if it is free, learning the
-    /// state of its whole group when it is not known free.
+    /// Takes `slot` of member `me` for a post if it is free.
+    #[inline(always)]
     fn claim(&self, w: &impl MailWires, me: usize, slot: usize) -> bool {
         let bit = 1u64 << slot;
-        let mut known = self.0.get();
-        if known & bit == 0 {
-            let first = slot - slot % GROUP as usize;
-            for k in first..first + GROUP as usize {
-                if w.taken(me, k) == w.filled(me, k) {
-                    known |= 1 << k;
-                }
-            }
-            if known & bit == 0 {
-                self.0.set(known);
-                return false;
-            }
+        let known = self.known.get();
+        if known & bit == 0 && !self.look(w, me, slot) {
+            return false;
         }
-        self.0.set(known & !bit);
+        self.known.set(self.known.get() & !bit);
+        true
+    }
+
+    /// `slot` is not known free: learns the state of its whole group,
+    /// when the wait before a look is over. True if `slot` is free.
+    #[inline(never)]
+    fn look(&self, w: &impl MailWires, me: usize, slot: usize) -> bool {
+        if self.idle.get() > 0 {
+            self.idle.set(self.idle.get() - 1);
+            return false;
+        }
+        if !self.waited.get() && self.backoff.get() > 0 {
+            self.waited.set(true);
+            self.idle.set(self.backoff.get() - 1);
+            return false;
+        }
+        let first = slot - slot % GROUP as usize;
+        let found = (first..first + GROUP as usize)
+            .filter(|&k| w.taken(me, k) == w.filled(me, k))
+            .fold(0u64, |m, k| m | 1 << k);
+        let known = self.known.get() | found;
+        self.known.set(known);
+        let bit = 1u64 << slot;
+        // `slot` and the slots after it in its group.
+        let rest = (!0u64 >> (63 - (first + GROUP as usize - 1))) & !(bit - 1);
+        let longer = (self.backoff.get() * 2).clamp(1, MAX_IDLE_POLLS);
+        if known & bit == 0 {
+            self.backoff.set(longer);
+            self.idle.set(longer);
+            self.waited.set(true);
+            return false;
+        }
+        self.waited.set(false);
+        self.backoff.set(if known & rest == rest {
+            self.backoff.get() / 2
+        } else {
+            longer
+        });
         true
     }
 }
@@ -129,6 +184,7 @@ impl Post {
 
     /// True once `data` is in its slot (the post is then over). `free` is
     /// this member's knowledge of its slots, the same for all its posts.
+    #[inline(always)]
     pub fn poll(&mut self, w: &impl MailWires, free: &FreeSlots, data: &[u8]) -> bool {
         let slot = slot_of(self.stamp);
         if !free.claim(w, self.me, slot) {
@@ -161,7 +217,7 @@ impl Collect {
     /// caller can hand the same allocation back for every reduce.
     pub fn new(stamp: u32, members: usize, root: usize, mine: &[u8], mut buf: Vec<u8>) -> Self {
         let len = mine.len();
-        buf.clear();
+        // Every part is written before it is read: no need to clear.
         buf.resize(len * members, 0);
         if root < members {
             buf[root * len..(root + 1) * len].copy_from_slice(mine);
@@ -310,8 +366,76 @@ mod tests {
         let mut c = Collect::new(1, 2, 0, &word(0, 1), Vec::new());
         assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
         assert_eq!(c.parts(), vec![&word(0, 1)[..], &word(1, 1)[..]]);
+        // The member lets one poll pass after its fruitless look.
+        assert!(!late.poll(&w, &free[1], &word(1, SLOTS + 1)));
         assert!(late.poll(&w, &free[1], &word(1, SLOTS + 1)));
         assert!(!Post::new(1, SLOTS + 2, 0).poll(&w, &free[1], &word(1, SLOTS + 2)));
+    }
+
+    #[test]
+    fn a_waiting_member_looks_less_and_less_often_until_its_looks_find_slots_free() {
+        let w = Counting {
+            inner: Model::new(2),
+            taken_reads: std::cell::Cell::new(0),
+        };
+        let free = FreeSlots::default();
+        for s in 1..=SLOTS {
+            assert!(Post::new(1, s, 0).poll(&w, &free, &word(1, s)));
+        }
+        let looks = |w: &Counting| w.taken_reads.get() / GROUP as usize;
+        let post = |s: u32| {
+            let mut p = Post::new(1, s, 0);
+            (0..1000)
+                .position(|_| p.poll(&w, &free, &word(1, s)))
+                .expect("posts")
+        };
+        let take = |s: u32| {
+            let mut c = Collect::new(s, 2, 0, &word(0, s), Vec::new());
+            assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
+        };
+        // Blocked with the root not moving: it looks at polls 0, 2, 5,
+        // 10, 19, 36, 69, then every MAX_IDLE_POLLS + 1.
+        let before = looks(&w);
+        let mut late = Post::new(1, SLOTS + 1, 0);
+        for _ in 0..=69 + 2 * (MAX_IDLE_POLLS + 1) {
+            assert!(!late.poll(&w, &free, &word(1, SLOTS + 1)));
+        }
+        assert_eq!(looks(&w) - before, 7 + 2);
+        // The root takes reduce 1 only: the member sees it at its next
+        // look, which finds the rest of the group still taken.
+        take(1);
+        let at = looks(&w);
+        let mut waited = 0;
+        while !late.poll(&w, &free, &word(1, SLOTS + 1)) {
+            waited += 1;
+        }
+        assert!(waited <= MAX_IDLE_POLLS);
+        assert_eq!(looks(&w), at + 1);
+        // So the member looked too early: blocked again, it lets the
+        // longest wait pass before it looks at all.
+        let at = looks(&w);
+        let mut next = Post::new(1, SLOTS + 2, 0);
+        for _ in 0..MAX_IDLE_POLLS {
+            assert!(!next.poll(&w, &free, &word(1, SLOTS + 2)));
+        }
+        assert_eq!(looks(&w), at, "no look during the wait");
+        // The root catches up with everything. Each look then finds the
+        // rest of its group free, and the waits halve until none is left.
+        for s in 2..=SLOTS + 1 {
+            take(s);
+        }
+        assert_eq!(post(SLOTS + 2), 0, "its wait is over: it looks at once");
+        take(SLOTS + 2);
+        let mut polls = Vec::new();
+        for s in SLOTS + 3..SLOTS + 2 + 8 * GROUP {
+            let n = post(s);
+            if n > 0 {
+                polls.push(n);
+            }
+            take(s);
+        }
+        assert_eq!(polls, [32, 16, 8, 4, 2, 1]);
+        assert_eq!(free.backoff.get(), 0);
     }
 
     /// Counts the reads of `taken` stamps, the words roots write.

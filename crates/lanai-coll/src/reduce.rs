@@ -315,13 +315,31 @@ fn fold_binomial(parts: &[&[u8]], op: &dyn Combine) -> Result<Vec<u8>, crate::Op
 /// per-node allocations. A combine leaves its result in the higher operand,
 /// so the result of the subtree over ranks `[v, e)` sits in part `e - 1`
 /// and nothing is copied back between levels. The result is the first
-/// `len` bytes, returned. The shared-memory paths, which see every
-/// contribution, fold here on every call.
+/// `len` bytes, returned.
 pub fn fold_flat(
     mut all: Vec<u8>,
     len: usize,
     op: &dyn Combine,
 ) -> Result<Vec<u8>, crate::OpError> {
+    fold_in_place(&mut all, len, op)?;
+    let n = all.len().checked_div(len).unwrap_or(0);
+    if n > 1 {
+        all.copy_within((n - 1) * len..n * len, 0);
+    }
+    all.truncate(len);
+    Ok(all)
+}
+
+/// [`fold_flat`] without moving the result: it is the part it ends in,
+/// returned (empty when there are no parts). The shared-memory paths, which
+/// see every contribution, fold here on every call and copy the result
+/// straight out. Generic, so a caller's concrete operation picks its
+/// kernel without dynamic calls.
+pub fn fold_in_place<'a, C: Combine + ?Sized>(
+    all: &'a mut [u8],
+    len: usize,
+    op: &C,
+) -> Result<&'a [u8], crate::OpError> {
     let n = all.len().checked_div(len).unwrap_or(0);
     // A predefined operation is chosen once for the whole fold, once its
     // parts are known to hold whole elements.
@@ -346,11 +364,10 @@ pub fn fold_flat(
         }
         d *= 2;
     }
-    if n > 1 {
-        all.copy_within((n - 1) * len..n * len, 0);
-    }
-    all.truncate(len);
-    Ok(all)
+    Ok(match n {
+        0 => &[],
+        _ => &all[(n - 1) * len..n * len],
+    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use lanai_coll::Layout;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
+#[inline(always)]
 fn check_root(e: &Engine, comm: usize, root: c_int) -> MpiResult<u32> {
     crate::engine::intercomm::reject(e.comms.get(comm)?)?;
     let size = e.comms.get(comm)?.size;
@@ -362,7 +363,7 @@ unsafe fn reduce(
     let ci = comm_idx(comm)?;
     let root = check_root(e, ci, root)?;
     let is_root = e.comms.get(ci)?.rank == root;
-    let comb = combiner(op_dt, op)?;
+    super::ops::check_combiner(op_dt, op)?;
     let out = if is_root {
         not_in_place(recvbuf, "the receive buffer")?;
         // SAFETY: the root's receive buffer, per the contract.
@@ -382,7 +383,7 @@ unsafe fn reduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         (false, _) => unsafe { user_buf(sendbuf, count, datatype)? },
     };
-    e.start_reduce(ci, data, out, root, comb, blocking)
+    e.start_reduce(ci, data, out, root, || combiner(op_dt, op), blocking)
 }
 
 /// A reduction's buffer argument: with a predefined operation a derived

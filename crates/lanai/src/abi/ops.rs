@@ -135,12 +135,29 @@ fn user_op_type(dt: MPI_Datatype) -> MpiResult<(usize, Option<Datatype>)> {
 /// the previous call's store to shared memory (`docs/decisions.md`).
 #[inline(always)]
 pub fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
-    if let (Some(o), Some((_, Some(elem)))) = (types::op_kind(op), types::predefined(dt)) {
-        if let Ok(p) = Predefined::new(o, elem) {
-            return Ok(Combiner::Predefined(p));
-        }
+    if let Some(p) = common(dt, op) {
+        return Ok(Combiner::Predefined(p));
     }
     any_combiner(dt, op)
+}
+
+/// Checks that `op` can reduce `dt`, as [`combiner`] would, without
+/// building anything: a rank that only contributes (a reduce's non-root)
+/// needs no combiner, and its result here is one register.
+#[inline(always)]
+pub fn check_combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<()> {
+    if common(dt, op).is_some() {
+        return Ok(());
+    }
+    any_combiner(dt, op).map(drop)
+}
+
+#[inline(always)]
+fn common(dt: MPI_Datatype, op: MPI_Op) -> Option<Predefined> {
+    let (Some(o), Some((_, Some(elem)))) = (types::op_kind(op), types::predefined(dt)) else {
+        return None;
+    };
+    Predefined::new(o, elem).ok()
 }
 
 #[inline(never)]

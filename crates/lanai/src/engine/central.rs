@@ -404,6 +404,7 @@ impl Engine {
     /// member answers alike, since the agreement's state only moves in
     /// collective calls. `may_agree`: a blocking call may run the agreement
     /// first; a nonblocking one must not wait for other ranks.
+    #[inline(always)]
     pub(super) fn device_ready(
         &mut self,
         comm: usize,
@@ -411,8 +412,21 @@ impl Engine {
         max: usize,
         may_agree: bool,
     ) -> MpiResult<bool> {
-        let size = self.comms.get(comm)?.size;
-        if len == 0 || len > max || !self.central_wanted(size) {
+        if len == 0 || len > max {
+            return Ok(false);
+        }
+        // Agreed: the common case, one look. Only a communicator that wants
+        // the device gets there, and settings do not change in a job.
+        if let Some(Central::Active(s)) = self.comms.get(comm).ok().map(|cm| &cm.central) {
+            return Ok(s.node_channel().is_some());
+        }
+        self.device_settle(comm, may_agree)
+    }
+
+    /// [`Engine::device_ready`] before the channel is agreed.
+    #[inline(never)]
+    fn device_settle(&mut self, comm: usize, may_agree: bool) -> MpiResult<bool> {
+        if !self.central_wanted(self.comms.get(comm)?.size) {
             return Ok(false);
         }
         if may_agree && matches!(self.comms.get(comm)?.central, Central::Untried) {
@@ -580,16 +594,16 @@ impl Engine {
         let w = device
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
-        // One buffer for every contribution, in communicator-rank order.
-        buf.clear();
+        // One buffer for every contribution, in communicator-rank order;
+        // each part is written before it is read, so it is not cleared.
         buf.resize(r.len * members.len(), 0);
         for (&i, part) in members.iter().zip(buf.chunks_exact_mut(r.len)) {
             w.get_data(i, gen, part);
         }
-        let res = lanai_coll::fold_flat(buf, r.len, &r.op)
+        let res = lanai_coll::fold_in_place(&mut buf, r.len, &r.op)
             .map_err(|e| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string()))?;
-        r.out.write(&res);
-        Ok(res)
+        r.out.write(res);
+        Ok(buf)
     }
 
     /// Wakes local members asleep on `comm`'s barrier: the futex sleepers

@@ -5,7 +5,7 @@
 //! order the message-passing reduce uses, so the bits do not depend on the
 //! path.
 
-use super::central::Central;
+use super::central::{Central, Setup};
 use super::coll::Combiner;
 use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
@@ -16,7 +16,7 @@ use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, Device, MAIL_MAX};
 use lanai_coll::mailbox::{Collect, FreeSlots, Post};
-use lanai_coll::{Combine, ReduceTree};
+use lanai_coll::ReduceTree;
 
 /// One mailbox reduce in flight on this rank.
 pub struct MailOp {
@@ -74,18 +74,22 @@ impl Engine {
         data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
-        op: Combiner,
+        op: impl FnOnce() -> MpiResult<Combiner>,
         may_agree: bool,
-    ) -> MpiResult<Result<usize, Combiner>> {
+    ) -> MpiResult<Option<usize>> {
         if !self.settings.algos.reduce_mailbox
             || !self.device_ready(comm, data.len(), MAIL_MAX, may_agree)?
         {
-            return Ok(Err(op));
+            return Ok(None);
         }
         let shape = self.settings.algos.reduce;
         let dev = device(&self.net)?;
         let cm = self.comms.get_mut(comm)?;
-        let rank = cm.rank;
+        // Only the root combines; the entry point has checked the operation.
+        let comb = match out {
+            Some(_) if cm.rank == root => Some(op()?),
+            _ => None,
+        };
         let Central::Active(setup) = &mut cm.central else {
             return Err(MpiError::internal("mailbox reduce without a channel"));
         };
@@ -94,8 +98,27 @@ impl Engine {
             .ok_or_else(|| MpiError::internal("mailbox reduce off its node"))?;
         setup.mail = setup.mail.wrapping_add(1);
         let stamp = setup.mail;
-        let mut work = match out {
-            Some(out) if rank == root => Work::Collect {
+        // A blocking call tries once before it makes a request: a non-root
+        // whose slot is free, and a root whose contributions are all in (a
+        // non-root runs ahead), are done here. Only with no other mailbox
+        // reduce in flight, since those are polled whenever one starts.
+        let first_try = may_agree && self.st.colls.mail.is_empty();
+        if comb.is_none() && first_try {
+            // The post alone, before any request state: the non-root's
+            // stores queue behind its slot's fill (`docs/decisions.md`).
+            let mut post = Post::new(setup.me(), stamp, root as usize);
+            if post.poll(&dev.channel(chan), &setup.free, data.as_slice()) {
+                let root = post.root();
+                ring_asleep(
+                    &self.net,
+                    setup,
+                    setup.members().get(root..=root).unwrap_or(&[]),
+                );
+                return Ok(Some(DONE));
+            }
+        }
+        let mut work = match (out, comb) {
+            (Some(out), Some(op)) => Work::Collect {
                 collect: Collect::new(
                     stamp,
                     setup.members().len(),
@@ -112,17 +135,13 @@ impl Engine {
                 data,
             },
         };
-        // A blocking call tries once before it makes a request: a non-root
-        // whose slot is free, and a root whose contributions are all in (a
-        // non-root runs ahead), are done here. Only with no other mailbox
-        // reduce in flight, since those are polled whenever one starts.
-        if may_agree && self.st.colls.mail.is_empty() {
+        if first_try && matches!(work, Work::Collect { .. }) {
             match poll(&mut work, &dev.channel(chan), setup.members(), &setup.free) {
                 Outcome::Waiting => {}
                 Outcome::Took => self.mail_wake(comm, &work, false)?,
                 outcome => {
                     self.mail_end(comm, work, outcome)?;
-                    return Ok(Ok(DONE));
+                    return Ok(Some(DONE));
                 }
             }
         }
@@ -134,7 +153,7 @@ impl Engine {
             work,
         });
         self.drive_mail()?;
-        Ok(Ok(req))
+        Ok(Some(req))
     }
 
     /// Polls every mailbox reduce in flight. True if any moved on.
@@ -180,10 +199,7 @@ impl Engine {
                     out,
                     shape,
                 },
-            ) => fold(collect, &comb, shape).map(|r| {
-                out.write(&r);
-                self.st.colls.give_buf(r);
-            }),
+            ) => fold_out(collect, &comb, shape, &out).map(|spare| self.st.colls.give_buf(spare)),
             _ => Err(MpiError::internal("a mailbox op ended out of turn")),
         }
     }
@@ -192,11 +208,7 @@ impl Engine {
     /// (`to_root`), else every other member, which may wait for a slot the
     /// root just gave back.
     fn mail_wake(&self, comm: usize, work: &Work, to_root: bool) -> MpiResult<()> {
-        let (Some(shm), Some(bell)) = (self.net.shm.as_ref(), self.net.doorbell.as_ref()) else {
-            return Ok(());
-        };
-        let cm = self.comms.get(comm)?;
-        let Central::Active(setup) = &cm.central else {
+        let Central::Active(setup) = &self.comms.get(comm)?.central else {
             return Ok(());
         };
         let members = setup.members();
@@ -205,16 +217,26 @@ impl Engine {
                 Work::Post { post, .. } => post.root(),
                 Work::Collect { .. } => return Ok(()),
             };
-            members.get(root).map(std::slice::from_ref).unwrap_or(&[])
+            members.get(root..=root).unwrap_or(&[])
         } else {
             members
         };
-        for &m in targets {
-            if m != setup.me() && shm.peer_sleeping(m) {
-                bell.ring(self.net.local_world[m]);
-            }
-        }
+        ring_asleep(&self.net, setup, targets);
         Ok(())
+    }
+}
+
+/// Rings those of the device inputs `targets` (members of `setup`'s
+/// communicator) that sleep, but not this rank.
+#[inline(always)]
+fn ring_asleep(net: &Net, setup: &Setup, targets: &[usize]) {
+    let (Some(shm), Some(bell)) = (net.shm.as_ref(), net.doorbell.as_ref()) else {
+        return;
+    };
+    for &m in targets {
+        if m != setup.me() && shm.peer_sleeping(m) {
+            bell.ring(net.local_world[m]);
+        }
     }
 }
 
@@ -261,15 +283,22 @@ fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize], free: &FreeSlots) -> 
     }
 }
 
-/// The root's result: the binomial tree folds in place in the collected
-/// buffer, which comes back holding it; other trees walk their shape.
-fn fold(collect: Collect, op: &dyn Combine, shape: ReduceTree) -> MpiResult<Vec<u8>> {
-    let res = match shape {
-        ReduceTree::Binomial => {
-            let len = collect.len();
-            lanai_coll::fold_flat(collect.into_flat(), len, op)
-        }
-        _ => lanai_coll::fold_tree(&collect.parts(), op, shape),
-    };
-    res.map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))
+/// Writes the root's result to `out`: the binomial tree folds in place in
+/// the collected buffer, which comes back for the next call; other trees
+/// walk their shape.
+fn fold_out(
+    collect: Collect,
+    op: &Combiner,
+    shape: ReduceTree,
+    out: &UserBuf,
+) -> MpiResult<Vec<u8>> {
+    let op_err = |e: lanai_coll::OpError| MpiError::new(c::MPI_ERR_OP, e.to_string());
+    if shape != ReduceTree::Binomial {
+        out.write(&lanai_coll::fold_tree(&collect.parts(), op, shape).map_err(op_err)?);
+        return Ok(collect.into_flat());
+    }
+    let len = collect.len();
+    let mut all = collect.into_flat();
+    out.write(lanai_coll::fold_in_place(&mut all, len, op).map_err(op_err)?);
+    Ok(all)
 }

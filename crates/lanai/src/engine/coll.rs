@@ -269,15 +269,16 @@ impl Colls {
         self.dirty
     }
 
-    /// A fold buffer, empty, from the spares when there is one.
+    /// A fold buffer from the spares when there is one. Its contents are
+    /// the last user's: every user writes each part before reading it, and
+    /// a buffer of the same length is then reused without a clearing pass.
     pub fn take_buf(&mut self) -> Vec<u8> {
         self.spare.pop().unwrap_or_default()
     }
 
     /// Gives a fold buffer back for the next call.
-    pub fn give_buf(&mut self, mut v: Vec<u8>) {
+    pub fn give_buf(&mut self, v: Vec<u8>) {
         if self.spare.len() < SPARE_BUFS && v.capacity() <= SPARE_MAX {
-            v.clear();
             self.spare.push(v);
         }
     }
@@ -620,24 +621,27 @@ impl Engine {
         data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
-        op: Combiner,
+        op: impl Fn() -> MpiResult<Combiner> + Copy,
         blocking: bool,
     ) -> MpiResult<usize> {
-        let offered = Offered::Reduce {
-            data: data.as_slice(),
-            out,
-            root,
-            op: &op,
-        };
-        // A non-root's blocking reduce returns once its data is handed over
-        // either way, so the flag does not matter here.
-        if let Some(req) = self.try_offload(comm, offered, false)? {
+        if self.offload.is_some() {
+            let op = op()?;
+            let offered = Offered::Reduce {
+                data: data.as_slice(),
+                out,
+                root,
+                op: &op,
+            };
+            // A non-root's blocking reduce returns once its data is handed
+            // over either way, so the flag does not matter here.
+            if let Some(req) = self.try_offload(comm, offered, false)? {
+                return Ok(req);
+            }
+        }
+        if let Some(req) = self.central_reduce(comm, data, out, root, op, blocking)? {
             return Ok(req);
         }
-        let op = match self.central_reduce(comm, data, out, root, op, blocking)? {
-            Ok(req) => return Ok(req),
-            Err(back) => back,
-        };
+        let op = op()?;
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;
         let data = data.as_slice().to_vec();

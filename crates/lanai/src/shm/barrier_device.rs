@@ -335,6 +335,7 @@ impl MailWires for Channel<'_> {
         self.taken_word(i, slot).load(Ordering::Acquire)
     }
 
+    #[inline(always)]
     fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
         let at = self.mail_slot(i, slot);
         assert!(data.len() <= MAIL_MAX && at + 8 + data.len() <= self.seg.len());

@@ -341,6 +341,9 @@ pub fn fold_in_place<'a, C: Combine + ?Sized>(
     op: &C,
 ) -> Result<&'a [u8], crate::OpError> {
     let n = all.len().checked_div(len).unwrap_or(0);
+    if n < 2 {
+        return Ok(&all[..n * len]);
+    }
     // A predefined operation is chosen once for the whole fold, once its
     // parts are known to hold whole elements.
     let kernel = op
@@ -348,26 +351,22 @@ pub fn fold_in_place<'a, C: Combine + ?Sized>(
         .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
     let mut d = 1;
     while d < n {
-        for v in (0..n).step_by(2 * d) {
-            let c = v + d;
-            if c >= n {
-                break;
-            }
-            // Subtree v covers [v, c), subtree c covers [c, min(c + d, n)).
-            let (lo, hi) = (c - 1, (c + d).min(n) - 1);
+        // Subtree v covers [v, v + d), subtree v + d covers
+        // [v + d, min(v + 2d, n)).
+        let mut v = 0;
+        while v + d < n {
+            let (lo, hi) = (v + d - 1, (v + 2 * d).min(n) - 1);
             let (low, high) = all.split_at_mut(hi * len);
-            let (low, high) = (&low[lo * len..lo * len + len], &mut high[..len]);
+            let (low, high) = (&low[lo * len..][..len], &mut high[..len]);
             match kernel {
                 Some(k) => k(low, high),
                 None => op.combine(low, high)?,
             }
+            v += 2 * d;
         }
         d *= 2;
     }
-    Ok(match n {
-        0 => &[],
-        _ => &all[(n - 1) * len..n * len],
-    })
+    Ok(&all[(n - 1) * len..n * len])
 }
 
 #[cfg(test)]

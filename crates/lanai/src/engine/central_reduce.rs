@@ -117,34 +117,44 @@ impl Engine {
                 return Ok(Some(DONE));
             }
         }
-        let mut work = match (out, comb) {
-            (Some(out), Some(op)) => Work::Collect {
-                collect: Collect::new(
+        let work = match (out, comb) {
+            (Some(out), Some(op)) => {
+                let mut collect = Collect::new(
                     stamp,
                     setup.members().len(),
                     root as usize,
                     data.as_slice(),
                     self.st.colls.take_buf(),
-                ),
-                op,
-                out,
-                shape,
-            },
+                );
+                // The root likewise works on its parts in place: moving them
+                // into a request's state costs more than the rest of a call.
+                if first_try {
+                    let outcome = poll_collect(&mut collect, &dev.channel(chan), setup.members());
+                    if !matches!(outcome, Outcome::Waiting) {
+                        ring_asleep(&self.net, setup, setup.members());
+                    }
+                    match outcome {
+                        Outcome::Failed(e) => return Err(e),
+                        Outcome::Collected => {
+                            let spare = fold_out(collect, &op, shape, &out)?;
+                            self.st.colls.give_buf(spare);
+                            return Ok(Some(DONE));
+                        }
+                        _ => {}
+                    }
+                }
+                Work::Collect {
+                    collect,
+                    op,
+                    out,
+                    shape,
+                }
+            }
             _ => Work::Post {
                 post: Post::new(setup.me(), stamp, root as usize),
                 data,
             },
         };
-        if first_try && matches!(work, Work::Collect { .. }) {
-            match poll(&mut work, &dev.channel(chan), setup.members(), &setup.free) {
-                Outcome::Waiting => {}
-                Outcome::Took => self.mail_wake(comm, &work, false)?,
-                outcome => {
-                    self.mail_end(comm, work, outcome)?;
-                    return Ok(Some(DONE));
-                }
-            }
-        }
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.mail.push(MailOp {
             req,
@@ -271,15 +281,18 @@ fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize], free: &FreeSlots) -> 
                 Outcome::Waiting
             }
         }
-        Work::Collect { collect, .. } => {
-            let before = collect.missing();
-            match collect.poll(w, wires) {
-                Err(e) => Outcome::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
-                Ok(true) => Outcome::Collected,
-                Ok(false) if collect.missing() < before => Outcome::Took,
-                Ok(false) => Outcome::Waiting,
-            }
-        }
+        Work::Collect { collect, .. } => poll_collect(collect, w, wires),
+    }
+}
+
+#[inline(always)]
+fn poll_collect(collect: &mut Collect, w: &Channel<'_>, wires: &[usize]) -> Outcome {
+    let before = collect.missing();
+    match collect.poll(w, wires) {
+        Err(e) => Outcome::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
+        Ok(true) => Outcome::Collected,
+        Ok(false) if collect.missing() < before => Outcome::Took,
+        Ok(false) => Outcome::Waiting,
     }
 }
 

@@ -44,6 +44,32 @@ static void skew(int round)
     }
 }
 
+/* An operation the datatype cannot take fails on every rank, root or not,
+ * on a communicator whose first reduce it is (before the ranks have agreed
+ * on the device), and the communicator works afterwards. */
+static void bad_operations(void)
+{
+    MPI_Comm c;
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    MPI_OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    long in = lt_rank + 1, out = 0;
+    double din = 1.0, dout = 0.0;
+    int cls = -1, root = lt_size - 1;
+    int rc = MPI_Reduce(&in, &out, 1, MPI_LONG, MPI_OP_NULL, root, c);
+    CHECK(rc != MPI_SUCCESS, "MPI_Reduce with MPI_OP_NULL succeeded");
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_OP, "MPI_Reduce with MPI_OP_NULL: class %d, want MPI_ERR_OP", cls);
+    rc = MPI_Reduce(&din, &dout, 1, MPI_DOUBLE, MPI_BAND, root, c);
+    CHECK(rc != MPI_SUCCESS, "MPI_Reduce of MPI_DOUBLE with MPI_BAND succeeded");
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_OP, "MPI_Reduce of MPI_DOUBLE with MPI_BAND: class %d, want MPI_ERR_OP",
+          cls);
+    MPI_OK(MPI_Reduce(&in, &out, 1, MPI_LONG, MPI_SUM, root, c));
+    if (lt_rank == root)
+        CHECK(out == (long)lt_size * (lt_size + 1) / 2, "sum after errors: %ld", out);
+    MPI_OK(MPI_Comm_free(&c));
+}
+
 int main(int argc, char **argv)
 {
     lt_init("reduce_small", &argc, &argv);
@@ -86,5 +112,6 @@ int main(int argc, char **argv)
             check(bout, n, call++, root, "blocking run");
         }
     }
+    bad_operations();
     return lt_finish();
 }

@@ -15,7 +15,7 @@ use super::datatype::staging::{self as staged, Mode, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
-use crate::engine::coll::Combiner;
+use crate::engine::coll::{Combiner, MakeCombiner};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -46,6 +46,21 @@ fn comm_info(e: &Engine, comm: MPI_Comm) -> MpiResult<(usize, u32, u32)> {
 #[inline(always)]
 fn combiner(dt: MPI_Datatype, op: MPI_Op) -> MpiResult<Combiner> {
     super::ops::combiner(dt, op)
+}
+
+/// A reduction's operation and the datatype it applies to, as the entry
+/// point got them: the engine builds the combiner only where it combines.
+#[derive(Clone, Copy)]
+struct OpArg {
+    dt: MPI_Datatype,
+    op: MPI_Op,
+}
+
+impl MakeCombiner for OpArg {
+    #[inline(always)]
+    fn make(self) -> MpiResult<Combiner> {
+        combiner(self.dt, self.op)
+    }
 }
 
 fn in_place(p: *const c_void) -> bool {
@@ -363,7 +378,11 @@ unsafe fn reduce(
     let ci = comm_idx(comm)?;
     let root = check_root(e, ci, root)?;
     let is_root = e.comms.get(ci)?.rank == root;
-    super::ops::check_combiner(op_dt, op)?;
+    // The root builds the combiner, which checks the operation on every
+    // path; the others only check it (see `Engine::start_reduce`).
+    if !is_root {
+        super::ops::check_combiner(op_dt, op)?;
+    }
     let out = if is_root {
         not_in_place(recvbuf, "the receive buffer")?;
         // SAFETY: the root's receive buffer, per the contract.
@@ -383,7 +402,7 @@ unsafe fn reduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         (false, _) => unsafe { user_buf(sendbuf, count, datatype)? },
     };
-    e.start_reduce(ci, data, out, root, || combiner(op_dt, op), blocking)
+    e.start_reduce(ci, data, out, root, OpArg { dt: op_dt, op }, blocking)
 }
 
 /// A reduction's buffer argument: with a predefined operation a derived

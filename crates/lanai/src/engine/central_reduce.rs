@@ -6,7 +6,7 @@
 //! path.
 
 use super::central::{Central, Setup};
-use super::coll::Combiner;
+use super::coll::{Combiner, MakeCombiner};
 use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
 use super::net::Net;
@@ -74,9 +74,16 @@ impl Engine {
         data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
-        op: impl FnOnce() -> MpiResult<Combiner>,
+        op: impl MakeCombiner,
         may_agree: bool,
     ) -> MpiResult<Option<usize>> {
+        // Only the root combines, and building the combiner is its check of
+        // the operation (the others checked theirs at the entry point):
+        // before anything that waits for the others.
+        let comb = match out {
+            Some(_) if self.comms.get(comm)?.rank == root => Some(op.make()?),
+            _ => None,
+        };
         if !self.settings.algos.reduce_mailbox
             || !self.device_ready(comm, data.len(), MAIL_MAX, may_agree)?
         {
@@ -85,11 +92,6 @@ impl Engine {
         let shape = self.settings.algos.reduce;
         let dev = device(&self.net)?;
         let cm = self.comms.get_mut(comm)?;
-        // Only the root combines; the entry point has checked the operation.
-        let comb = match out {
-            Some(_) if cm.rank == root => Some(op()?),
-            _ => None,
-        };
         let Central::Active(setup) = &mut cm.central else {
             return Err(MpiError::internal("mailbox reduce without a channel"));
         };

@@ -20,6 +20,14 @@ use std::collections::HashMap;
 type Machine = Box<dyn Collective + Send>;
 /// A reduction operator as the engine carries it. Predefined operators
 /// are held inline, so a small reduction allocates nothing for its operator.
+/// How a reduction's operation becomes a [`Combiner`]: only on the ranks
+/// that combine, so that a reduce's non-root builds nothing. Inlined where
+/// it is made, so the result stays out of memory (`docs/decisions.md`).
+pub trait MakeCombiner: Copy {
+    /// The combiner; fails as the entry point's check of it would.
+    fn make(self) -> MpiResult<Combiner>;
+}
+
 pub enum Combiner {
     Predefined(lanai_coll::Predefined),
     Other(Box<dyn Combine + Send>),
@@ -621,11 +629,11 @@ impl Engine {
         data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
-        op: impl Fn() -> MpiResult<Combiner> + Copy,
+        op: impl MakeCombiner,
         blocking: bool,
     ) -> MpiResult<usize> {
         if self.offload.is_some() {
-            let op = op()?;
+            let op = op.make()?;
             let offered = Offered::Reduce {
                 data: data.as_slice(),
                 out,
@@ -641,7 +649,7 @@ impl Engine {
         if let Some(req) = self.central_reduce(comm, data, out, root, op, blocking)? {
             return Ok(req);
         }
-        let op = op()?;
+        let op = op.make()?;
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;
         let data = data.as_slice().to_vec();

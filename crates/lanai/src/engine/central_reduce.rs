@@ -66,8 +66,8 @@ enum Outcome {
 
 impl Engine {
     /// `MPI_Reduce` of `data` to `root` through the mailboxes, when `comm`
-    /// qualifies (see [`Engine::device_ready`]); otherwise the operator
-    /// comes back for the message-passing reduce.
+    /// qualifies (see [`Engine::device_ready`]); otherwise `None`, and the
+    /// message-passing reduce runs.
     pub(super) fn central_reduce(
         &mut self,
         comm: usize,
@@ -110,7 +110,7 @@ impl Engine {
             // stores queue behind its slot's fill (`docs/decisions.md`).
             let mut post = Post::new(setup.me(), stamp, root as usize);
             if post.poll(&dev.channel(chan), &setup.free, data.as_slice()) {
-                let root = post.root();
+                let root = root as usize;
                 ring_asleep(
                     &self.net,
                     setup,
@@ -287,6 +287,8 @@ fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize], free: &FreeSlots) -> 
     }
 }
 
+/// Polls a root's collection once; `Took` if it took some contributions
+/// but not all.
 #[inline(always)]
 fn poll_collect(collect: &mut Collect, w: &Channel<'_>, wires: &[usize]) -> Outcome {
     let before = collect.missing();

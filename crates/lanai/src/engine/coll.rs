@@ -622,7 +622,9 @@ impl Engine {
     /// `MPI_Reduce`, which may set up the device's channel on the way.
     ///
     /// `data` is this rank's contribution, read where a path needs it and
-    /// never after completion, as MPI allows for a send buffer.
+    /// never after completion, as MPI allows for a send buffer. `op` is
+    /// made into a combiner only where one combines: the mailbox root, or
+    /// every rank of the offloaded or message-passing reduce.
     pub fn start_reduce(
         &mut self,
         comm: usize,

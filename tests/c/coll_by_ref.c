@@ -4,7 +4,9 @@
  * Every element of every result is checked against a value computed here.
  * usage: coll_by_ref [rounds]
  *        coll_by_ref kill   the last rank dies (SIGKILL) with a reference of
- *                           its own in flight while the others wait */
+ *                           its own in flight while the others wait: they
+ *                           may finish the allreduce it posted (it did
+ *                           contribute), never the one after it */
 #include "lt.h"
 #include <signal.h>
 #include <stdlib.h>
@@ -41,6 +43,7 @@ static void mode_kill(void)
         fflush(stdout);
         raise(SIGKILL);
     }
+    MPI_Allreduce(in, out, n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(in, out, n, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     printf("FAIL coll_by_ref rank %d: allreduce returned without the dead rank\n", lt_rank);
     fflush(stdout);

@@ -103,8 +103,19 @@ impl Msg<'_> {
     }
 }
 
-/// A message for an instance not started yet: sender and message.
-type EarlyMsg = (u32, Msg<'static>);
+/// A message for an instance not started yet, in arrival order.
+#[derive(Debug)]
+pub(super) enum Early {
+    /// Its envelope (instance and sender), the world rank it came from,
+    /// and the message.
+    Msg {
+        env: Envelope,
+        from: u32,
+        msg: Msg<'static>,
+    },
+    /// Passed by reference and not read yet (`coll_ref.rs`).
+    Ref(super::coll_ref::Unread),
+}
 
 /// One copy from a finished collective's result into the user's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +233,7 @@ pub struct Colls {
     pub central: Vec<super::central::CentralOp>,
     /// Reduces running through the device's mailboxes.
     pub mail: Vec<super::central_reduce::MailOp>,
-    early: HashMap<(u32, u32), Vec<EarlyMsg>>,
+    early: HashMap<(u32, u32), Vec<Early>>,
     dirty: bool,
     /// Buffers the shared-memory reductions fold in, kept between calls so
     /// a small reduction allocates nothing.
@@ -237,35 +248,68 @@ const SPARE_BUFS: usize = 4;
 const SPARE_MAX: usize = 1 << 16;
 
 impl Colls {
-    /// A message for instance (`ctx`, `seq`); an owned one is kept as it
-    /// is when the instance has not started yet.
-    pub fn deliver(&mut self, ctx: u32, seq: u32, from: u32, msg: Msg<'_>) {
+    /// A message for the instance `env` names (its `ctx`, and its `tag`
+    /// as the sequence number), from communicator rank `env.src`, world
+    /// rank `from`; an owned one is kept as it is when the instance has
+    /// not started yet.
+    pub fn deliver(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) {
         self.dirty = true;
+        let (ctx, seq) = (env.ctx, env.tag as u32);
         match self
             .active
             .iter_mut()
             .find(|i| i.ctx == ctx && i.seq == seq)
         {
             Some(inst) => {
-                if let Err(e) = msg.feed(&mut inst.machine, from) {
+                if let Err(e) = msg.feed(&mut inst.machine, env.src) {
                     inst.error.get_or_insert(e.to_string());
                 }
             }
-            None => self
-                .early
-                .entry((ctx, seq))
-                .or_default()
-                .push((from, msg.into_owned())),
+            None => self.early.entry((ctx, seq)).or_default().push(Early::Msg {
+                env: *env,
+                from,
+                msg: msg.into_owned(),
+            }),
         }
     }
 
-    /// Messages waiting for instance (`ctx`, `seq`) to start, in arrival order.
+    /// Keeps reference `u` unread until its instance starts; gives it back
+    /// when the instance is running, for the caller to read now.
+    pub(super) fn defer_ref(
+        &mut self,
+        u: super::coll_ref::Unread,
+    ) -> Result<(), super::coll_ref::Unread> {
+        let key = u.instance();
+        if self.active.iter().any(|i| (i.ctx, i.seq) == key) {
+            return Err(u);
+        }
+        self.early.entry(key).or_default().push(Early::Ref(u));
+        Ok(())
+    }
+
+    /// Messages waiting for instance (`ctx`, `seq`) to start, in arrival
+    /// order, as (sender, bytes); a reference not read yet shows as its
+    /// body's length in place of its bytes.
     #[cfg(test)]
     pub fn early(&self, ctx: u32, seq: u32) -> Vec<(u32, Vec<u8>)> {
         self.early
             .get(&(ctx, seq))
-            .map(|v| v.iter().map(|(f, m)| (*f, m.to_vec())).collect())
+            .map(|v| {
+                v.iter()
+                    .map(|e| match e {
+                        Early::Msg { env, msg, .. } => (env.src, msg.to_vec()),
+                        Early::Ref(u) => (u.src(), u.body_len().to_le_bytes().to_vec()),
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// Takes the messages waiting for instance (`ctx`, `seq`), as starting
+    /// it does.
+    #[cfg(test)]
+    pub(super) fn take_early(&mut self, ctx: u32, seq: u32) -> Vec<Early> {
+        self.early.remove(&(ctx, seq)).unwrap_or_default()
     }
 
     /// Makes the next `drive_colls` look at every instance again.
@@ -464,7 +508,7 @@ impl Engine {
         out: Option<CollOut>,
     ) -> MpiResult<usize> {
         let req = self.st.reqs.insert(Op::Coll);
-        let mut inst = Instance {
+        self.st.colls.active.push(Instance {
             ctx,
             seq,
             rank,
@@ -473,17 +517,19 @@ impl Engine {
             req,
             out,
             error: None,
-        };
-        if let Some(msgs) = self.st.colls.early.remove(&(ctx, seq)) {
-            for (from, msg) in msgs {
-                if let Err(e) = msg.feed(&mut inst.machine, from) {
-                    inst.error.get_or_insert(e.to_string());
-                }
-            }
-        }
-        self.st.colls.active.push(inst);
+        });
         self.st.colls.dirty = true;
+        // The machine's first messages go out before the early ones are
+        // handed over: reading those passed by reference takes a while, and
+        // peers may be waiting for ours.
         self.drive_colls()?;
+        if let Some(early) = self.st.colls.early.remove(&(ctx, seq)) {
+            self.st.redeliver(early);
+            if !self.st.followups.is_empty() {
+                self.run_followups()?;
+            }
+            self.drive_colls()?;
+        }
         Ok(req)
     }
 
@@ -520,7 +566,7 @@ impl Engine {
                     "collective protocol error: {e}"
                 )));
             }
-            // Done once every message it passed by reference is read.
+            // Done, unless it must wait for its references to be read.
             if inst.machine.is_done() && !self.st.colls.refs.holds(inst.ctx, inst.seq) {
                 let mut inst = self.st.colls.active.swap_remove(i);
                 if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {

@@ -2,23 +2,36 @@
 //! A machine builds each message as a short head and a body in a vector of
 //! its own (`lanai_coll::Outgoing`); the sender keeps the body and sends
 //! the head with the body's address (`BY_REF`). The receiver reads the
-//! body with one `process_vm_readv` as it dequeues the reference, so
-//! machines still see each peer's messages in the order sent, hands head
-//! and body to the machine, which may keep the body as it is, and answers
-//! `REF_READ`, which frees the sender's copy. Through the ring the same
-//! message was copied in and out fragment by fragment, reassembled, and
-//! queued again whenever the ring was full.
+//! body with one `process_vm_readv`, hands head and body to the machine,
+//! which may keep the body as it is, and answers `REF_READ`, which frees
+//! the sender's copy. Through the ring the same message was copied in and
+//! out fragment by fragment, reassembled, and queued again whenever the
+//! ring was full.
 //!
-//! An instance completes only once its references are read, as a
-//! rendezvous send does, so what a rank keeps for its peers stays bounded
-//! by its collectives in flight.
+//! When the reference's instance is running, the receiver reads it as it
+//! dequeues it, so machines see each peer's messages in the order sent.
+//! When the instance has not started here, the reference waits unread
+//! among the instance's early messages, in its place, and is read when
+//! the instance starts: just before the machine uses the data, and without
+//! holding a body for every call a sender has run ahead.
+//!
+//! The body is the machine's own vector, not the caller's buffer, so an
+//! instance may complete before its references are read, as an eager send
+//! does: a non-root of a reduce then leaves at once and its next call
+//! overlaps the root's work. What a rank keeps for its peers that way is
+//! bounded by [`LENT_MAX`] bytes; beyond it an instance completes only once
+//! its references are read, as a rendezvous send does. That bound is the
+//! flow control between a sender that runs ahead and its receiver.
+//! `MPI_Finalize` begins with a barrier, and no peer enters it with a
+//! reference of ours unread (it reads every reference its instances need
+//! before they complete), so no body is freed while a peer may read it.
 //!
 //! When the kernel refuses the read, the receiver asks for the data inline
 //! (`REF_STREAM`) and holds the sender's later collective messages back
 //! until it has arrived (`REF_DATA`); the sender then stops passing
 //! references.
 
-use super::coll::Msg;
+use super::coll::{Early, Msg};
 use super::delivery::{Followup, State};
 use super::error::MpiResult;
 use super::net::Route;
@@ -64,10 +77,17 @@ struct Held {
     msg: Msg<'static>,
 }
 
+/// Bytes of message bodies a rank keeps for its peers past the completion
+/// of the instances that sent them: enough for a non-root to run a few
+/// large reduces ahead of its root without holding much memory.
+pub const LENT_MAX: usize = 4 << 20;
+
 #[derive(Debug, Default)]
 pub struct CollRefs {
     next_cookie: u64,
     parked: Vec<Parked>,
+    /// Bytes of the bodies in `parked`.
+    parked_bytes: usize,
     /// By sender (world rank): its messages since a reference we could not
     /// read. Empty but for that fallback, so the common path only checks that.
     held: Vec<(u32, VecDeque<Held>)>,
@@ -83,11 +103,20 @@ pub struct CollRefs {
 }
 
 impl CollRefs {
-    /// Whether messages of instance (`ctx`, `seq`) are still unread.
+    /// Whether instance (`ctx`, `seq`) must wait for its messages to be
+    /// read before it completes: only when the bodies kept for peers are
+    /// over [`LENT_MAX`] bytes.
     pub fn holds(&self, ctx: u32, seq: u32) -> bool {
-        self.parked
-            .iter()
-            .any(|p| p.env.ctx == ctx && p.env.tag == seq as i32)
+        self.parked_bytes > LENT_MAX
+            && self
+                .parked
+                .iter()
+                .any(|p| p.env.ctx == ctx && p.env.tag == seq as i32)
+    }
+
+    fn park(&mut self, p: Parked) {
+        self.parked_bytes += p.out.body.len();
+        self.parked.push(p);
     }
 
     fn held_from(&mut self, from: u32) -> &mut VecDeque<Held> {
@@ -103,7 +132,9 @@ impl CollRefs {
 
     fn take(&mut self, cookie: u64) -> Option<Parked> {
         let i = self.parked.iter().position(|p| p.cookie == cookie)?;
-        Some(self.parked.swap_remove(i))
+        let p = self.parked.swap_remove(i);
+        self.parked_bytes -= p.out.body.len();
+        Some(p)
     }
 }
 
@@ -126,7 +157,7 @@ impl State {
         }
         let holding = self.colls.refs.held.iter().any(|(f, _)| *f == from);
         if env.flags & REF_DATA == 0 && !holding {
-            return self.colls.deliver(env.ctx, env.tag as u32, env.src, msg);
+            return self.colls.deliver(&env, from, msg);
         }
         let held = self.colls.refs.held_from(from);
         if env.flags & REF_DATA == 0 {
@@ -149,18 +180,116 @@ impl State {
             self.colls.refs.held.retain(|(f, _)| *f != from);
         }
         for h in ready {
-            let e = h.env;
-            self.colls.deliver(e.ctx, e.tag as u32, e.src, h.msg);
+            self.colls.deliver(&h.env, from, h.msg);
         }
     }
 
-    /// A `BY_REF` message from local peer `from`, read at once unless
-    /// `may_read` is false (single copy turned off here).
+    /// A `BY_REF` message from local peer `from`: read at once when its
+    /// instance is running or `may_read` is false (single copy turned off
+    /// here), else kept unread until the instance starts.
     pub fn deliver_ref(&mut self, env: Envelope, from: u32, payload: &[u8], may_read: bool) {
-        let plain = Envelope {
-            flags: env.flags & !BY_REF,
-            ..env
+        let mut u = Unread::decode(env, from, payload);
+        if may_read && u.pid > 0 && !self.colls.refs.held.iter().any(|(f, _)| *f == from) {
+            match self.colls.defer_ref(u) {
+                Ok(()) => return,
+                Err(back) => u = back,
+            }
+        }
+        match self.read_ref(&u, may_read) {
+            Ok(msg) => self.deliver_coll(u.env, from, msg),
+            Err(held) => self.colls.refs.held_from(from).push_back(held),
+        }
+    }
+
+    /// Reads reference `u` and answers its sender. When the read fails (or
+    /// may not be tried), asks for the data inline instead and returns the
+    /// entry that holds the message's place until it comes.
+    fn read_ref(&mut self, u: &Unread, may_read: bool) -> Result<Msg<'static>, Held> {
+        let read = if may_read && u.pid > 0 {
+            cma::read_vec(u.pid, u.addr, u.body_len())
+        } else {
+            Err(nix::Error::EPERM)
         };
+        let answer = |flags| Followup::RefAnswer {
+            to: u.from,
+            flags,
+            cookie: u.cookie,
+        };
+        match read {
+            Ok(v) => {
+                self.colls.refs.reads += 1;
+                self.followups.push(answer(REF_READ));
+                Ok(Msg::Parts(u.head, v))
+            }
+            Err(e) => {
+                self.colls.refs.refused_count += 1;
+                if may_read {
+                    self.colls.refs.refused = Some(e);
+                }
+                self.followups.push(answer(REF_STREAM));
+                Err(Held {
+                    env: u.env,
+                    awaits: Some(u.cookie),
+                    msg: Msg::Whole(Cow::Borrowed(&[])),
+                })
+            }
+        }
+    }
+
+    /// Hands an instance that has just started the messages that arrived
+    /// before it, in order, reading the references among them. A sender
+    /// whose reference cannot be read has it and its later messages here
+    /// held, ahead of whatever of its messages is held already (those
+    /// arrived later).
+    pub(super) fn redeliver(&mut self, early: Vec<Early>) {
+        let mut stalled: Vec<(u32, Vec<Held>)> = Vec::new();
+        for e in early {
+            let from = match &e {
+                Early::Msg { from, .. } => *from,
+                Early::Ref(u) => u.from,
+            };
+            let stall = stalled.iter_mut().find(|(f, _)| *f == from);
+            match (e, stall) {
+                (Early::Msg { env, msg, .. }, None) => self.colls.deliver(&env, from, msg),
+                (Early::Msg { env, msg, .. }, Some((_, q))) => q.push(Held {
+                    env,
+                    awaits: None,
+                    msg,
+                }),
+                (Early::Ref(u), stall) => {
+                    let may_read = stall.is_none();
+                    match (self.read_ref(&u, may_read), stall) {
+                        (Ok(msg), _) => self.colls.deliver(&u.env, from, msg),
+                        (Err(h), Some((_, q))) => q.push(h),
+                        (Err(h), None) => stalled.push((from, vec![h])),
+                    }
+                }
+            }
+        }
+        for (from, q) in stalled {
+            let held = self.colls.refs.held_from(from);
+            for h in q.into_iter().rev() {
+                held.push_front(h);
+            }
+        }
+    }
+}
+
+/// A reference not read yet: what its `BY_REF` message said.
+#[derive(Debug)]
+pub struct Unread {
+    /// The message's envelope, less `BY_REF`.
+    env: Envelope,
+    /// World rank of the sender.
+    from: u32,
+    cookie: u64,
+    head: Head,
+    addr: u64,
+    pid: i32,
+}
+
+impl Unread {
+    fn decode(env: Envelope, from: u32, payload: &[u8]) -> Self {
         let word = |r: std::ops::Range<usize>| {
             let mut b = [0u8; 8];
             if let Some(s) = payload.get(r.clone()) {
@@ -168,41 +297,32 @@ impl State {
             }
             u64::from_le_bytes(b)
         };
-        let (addr, pid) = (word(0..8), word(8..12) as i32);
-        let head = payload.get(12..).and_then(Head::new).unwrap_or_default();
-        let body_len = (env.len as usize).saturating_sub(head.len());
-        let read = if may_read && pid > 0 {
-            cma::read_vec(pid, addr, body_len)
-        } else {
-            Err(nix::Error::EPERM)
-        };
-        match read {
-            Ok(v) => {
-                self.colls.refs.reads += 1;
-                self.followups.push(Followup::RefAnswer {
-                    to: from,
-                    flags: REF_READ,
-                    cookie: env.cookie,
-                });
-                self.deliver_coll(plain, from, Msg::Parts(head, v));
-            }
-            Err(e) => {
-                self.colls.refs.refused_count += 1;
-                if may_read {
-                    self.colls.refs.refused = Some(e);
-                }
-                self.followups.push(Followup::RefAnswer {
-                    to: from,
-                    flags: REF_STREAM,
-                    cookie: env.cookie,
-                });
-                self.colls.refs.held_from(from).push_back(Held {
-                    env: plain,
-                    awaits: Some(env.cookie),
-                    msg: Msg::Whole(Cow::Borrowed(&[])),
-                });
-            }
+        Self {
+            env: Envelope {
+                flags: env.flags & !BY_REF,
+                ..env
+            },
+            from,
+            cookie: env.cookie,
+            head: payload.get(12..).and_then(Head::new).unwrap_or_default(),
+            addr: word(0..8),
+            pid: word(8..12) as i32,
         }
+    }
+
+    /// (context, sequence number) of the instance it belongs to.
+    pub fn instance(&self) -> (u32, u32) {
+        (self.env.ctx, self.env.tag as u32)
+    }
+
+    /// The sender's communicator rank.
+    #[cfg(test)]
+    pub fn src(&self) -> u32 {
+        self.env.src
+    }
+
+    pub fn body_len(&self) -> usize {
+        (self.env.len as usize).saturating_sub(self.head.len())
     }
 }
 
@@ -229,7 +349,7 @@ impl Engine {
         payload.extend_from_slice(&std::process::id().to_le_bytes());
         payload.extend_from_slice(&out.head);
         // Parked before the send: a vector's heap block does not move with it.
-        refs.parked.push(Parked {
+        refs.park(Parked {
             cookie,
             to,
             env,
@@ -297,12 +417,25 @@ mod tests {
             .collect()
     }
 
+    /// The pid field of a reference no process has.
+    const BAD: [u8; 12] = [8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+
     #[test]
-    fn a_reference_is_read_at_once_and_answered() {
+    fn a_reference_waits_unread_until_its_instance_starts() {
         let mut st = State::default();
         let body: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
         let env = coll(2, 5, BY_REF, 77, body.len() + 2);
         st.deliver_ref(env, 4, &reference(&body, &[1, 3]), true);
+        // Unread: in its place, as its body's length, and not answered.
+        assert_eq!(
+            st.colls.early(9, 5),
+            vec![(2, body.len().to_le_bytes().to_vec())]
+        );
+        assert!(answers(&st).is_empty());
+        assert_eq!(st.colls.refs.reads, 0);
+        // The instance starts: read, answered, and handed on in place.
+        let early = st.colls.take_early(9, 5);
+        st.redeliver(early);
         assert_eq!(
             st.colls.early(9, 5),
             vec![(2, [&[1u8, 3][..], &body].concat())]
@@ -314,15 +447,48 @@ mod tests {
     #[test]
     fn a_bad_address_is_refused_and_asked_for_inline() {
         let mut st = State::default();
-        st.deliver_ref(
-            coll(2, 5, BY_REF, 77, 64),
-            4,
-            &[8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0],
-            true,
-        );
+        st.deliver_ref(coll(2, 5, BY_REF, 77, 64), 4, &BAD, true);
+        assert!(answers(&st).is_empty());
+        let early = st.colls.take_early(9, 5);
+        st.redeliver(early);
         assert_eq!(answers(&st), vec![(4, REF_STREAM, 77)]);
         assert!(st.colls.refs.refused.is_some());
         assert!(st.colls.early(9, 5).is_empty());
+    }
+
+    /// A reference refused when its instance starts holds back the
+    /// sender's later messages there, ahead of those of its messages
+    /// already held (which arrived later), until its data comes; other
+    /// senders are not held.
+    #[test]
+    fn a_reference_refused_at_start_goes_ahead_of_later_held_messages() {
+        let mut st = State::default();
+        st.deliver_ref(coll(1, 5, BY_REF, 7, 3), 4, &BAD, true);
+        st.deliver_coll(coll(1, 5, 0, 0, 1), 4, whole(b"b"));
+        st.deliver_coll(coll(3, 5, 0, 0, 1), 6, whole(b"x"));
+        // A later reference, refused at once, holds the sender from here.
+        st.deliver_ref(coll(1, 6, BY_REF, 8, 3), 4, &[], false);
+        st.deliver_coll(coll(1, 5, 0, 0, 1), 4, whole(b"d"));
+        let early = st.colls.take_early(9, 5);
+        st.redeliver(early);
+        assert_eq!(st.colls.early(9, 5), vec![(3, b"x".to_vec())]);
+        assert_eq!(answers(&st), vec![(4, REF_STREAM, 8), (4, REF_STREAM, 7)]);
+        let data = |st: &mut State, cookie, b: &'static [u8]| {
+            st.deliver_coll(
+                coll(1, if cookie == 7 { 5 } else { 6 }, REF_DATA, cookie, 1),
+                4,
+                whole(b),
+            )
+        };
+        data(&mut st, 8, b"c");
+        assert!(st.colls.early(9, 6).is_empty(), "still behind reference 7");
+        data(&mut st, 7, b"a");
+        let got = |st: &State, seq| -> Vec<Vec<u8>> {
+            st.colls.early(9, seq).into_iter().map(|(_, d)| d).collect()
+        };
+        assert_eq!(got(&st, 5), [&b"x"[..], b"a", b"b", b"d"]);
+        assert_eq!(got(&st, 6), [b"c"]);
+        assert!(st.colls.refs.held.is_empty());
     }
 
     /// Scripted orders: whatever arrives from the sender after a refused
@@ -363,19 +529,45 @@ mod tests {
     #[test]
     fn answers_free_parked_messages() {
         let mut st = State::default();
-        st.colls.refs.parked.push(Parked {
+        st.colls.refs.park(Parked {
             cookie: 3,
             to: 1,
             env: coll(0, 2, 0, 0, 4),
             out: Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4]),
         });
-        assert!(st.colls.refs.holds(9, 2));
+        assert_eq!(st.colls.refs.parked_bytes, 4);
         st.deliver_coll(control(REF_STREAM, 3), 1, whole(&[]));
         assert!(matches!(
             st.followups[..],
             [Followup::SendInline { cookie: 3 }]
         ));
         st.deliver_coll(control(REF_READ, 3), 1, whole(&[]));
-        assert!(!st.colls.refs.holds(9, 2));
+        assert!(st.colls.refs.parked.is_empty());
+        assert_eq!(st.colls.refs.parked_bytes, 0);
+    }
+
+    /// An instance whose references are unread completes while the bodies
+    /// kept for peers fit in `LENT_MAX`, and waits for its reads beyond it.
+    #[test]
+    fn instances_wait_for_their_reads_only_past_the_lending_bound() {
+        let mut refs = CollRefs::default();
+        let body = |n| Outgoing::new(1, &[7, 0], vec![0; n]);
+        refs.park(Parked {
+            cookie: 1,
+            to: 1,
+            env: coll(0, 2, 0, 0, LENT_MAX),
+            out: body(LENT_MAX),
+        });
+        assert!(!refs.holds(9, 2), "exactly at the bound");
+        refs.park(Parked {
+            cookie: 2,
+            to: 1,
+            env: coll(0, 3, 0, 0, 1),
+            out: body(1),
+        });
+        assert!(refs.holds(9, 2) && refs.holds(9, 3), "past the bound");
+        assert!(!refs.holds(9, 4), "an instance with nothing unread");
+        refs.take(1);
+        assert!(!refs.holds(9, 3));
     }
 }

@@ -251,8 +251,8 @@ impl Colls {
     /// A message for the instance `env` names (its `ctx`, and its `tag`
     /// as the sequence number), from communicator rank `env.src`, world
     /// rank `from`; an owned one is kept as it is when the instance has
-    /// not started yet.
-    pub fn deliver(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) {
+    /// not started yet. True when the instance has it now.
+    pub fn deliver(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) -> bool {
         self.dirty = true;
         let (ctx, seq) = (env.ctx, env.tag as u32);
         match self
@@ -264,12 +264,16 @@ impl Colls {
                 if let Err(e) = msg.feed(&mut inst.machine, env.src) {
                     inst.error.get_or_insert(e.to_string());
                 }
+                true
             }
-            None => self.early.entry((ctx, seq)).or_default().push(Early::Msg {
-                env: *env,
-                from,
-                msg: msg.into_owned(),
-            }),
+            None => {
+                self.early.entry((ctx, seq)).or_default().push(Early::Msg {
+                    env: *env,
+                    from,
+                    msg: msg.into_owned(),
+                });
+                false
+            }
         }
     }
 
@@ -310,6 +314,22 @@ impl Colls {
     #[cfg(test)]
     pub(super) fn take_early(&mut self, ctx: u32, seq: u32) -> Vec<Early> {
         self.early.remove(&(ctx, seq)).unwrap_or_default()
+    }
+
+    /// Runs `machine` as instance (`ctx`, `seq`) with nothing around it,
+    /// as far as delivery is concerned.
+    #[cfg(test)]
+    pub(super) fn activate(&mut self, ctx: u32, seq: u32, machine: Machine) {
+        self.active.push(Instance {
+            ctx,
+            seq,
+            rank: 0,
+            map: RankMap::Identity,
+            machine,
+            req: 0,
+            out: None,
+            error: None,
+        });
     }
 
     /// Makes the next `drive_colls` look at every instance again.

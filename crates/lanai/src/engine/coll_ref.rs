@@ -49,23 +49,32 @@ use std::collections::VecDeque;
 /// ring poll, need not look at the sender's control line, which the
 /// sender writes at every wait.
 pub const BY_REF: u8 = 1;
-/// `Kind::Coll` flag, receiver to sender: reference `cookie` is read.
-pub const REF_READ: u8 = 2;
+/// `Kind::Coll` flag, receiver to sender: message `cookie` (a reference,
+/// or a message sent whole with [`ACK`]) is used, so its sender forgets it.
+pub const USED: u8 = 2;
 /// `Kind::Coll` flag, receiver to sender: reference `cookie` could not be
 /// read; send its data inline.
 pub const REF_STREAM: u8 = 4;
 /// `Kind::Coll` flag, sender to receiver: the data of reference `cookie`.
 pub const REF_DATA: u8 = 8;
+/// `Kind::Coll` flag, sender to receiver, on a large message sent whole
+/// over the network: answer [`USED`] with `cookie` once its instance has it.
+pub const ACK: u8 = 16;
 
-/// A message a peer has not read yet.
+/// A large message a peer has not used yet.
 #[derive(Debug)]
-struct Parked {
+struct Lent {
     cookie: u64,
     /// World rank of the receiver.
     to: u32,
-    /// The message's own envelope, for sending it inline after all.
+    /// The message's own envelope (its instance), for sending it inline
+    /// after all.
     env: Envelope,
-    out: Outgoing,
+    /// Bytes the peer holds for us, or we for it, until it is used.
+    bytes: usize,
+    /// A reference's body, which the peer reads from here; `None` for a
+    /// message sent whole, which the peer keeps.
+    out: Option<Outgoing>,
 }
 
 /// A message from a sender whose earlier reference is being streamed.
@@ -77,17 +86,19 @@ struct Held {
     msg: Msg<'static>,
 }
 
-/// Bytes of message bodies a rank keeps for its peers past the completion
-/// of the instances that sent them: enough for a non-root to run a few
-/// large reduces ahead of its root without holding much memory.
+/// Bytes of large messages a rank may have lent its peers past the
+/// completion of the instances that sent them (bodies it keeps for them,
+/// or messages they keep until they reach the instance): enough for a
+/// non-root to run a few large reduces ahead of its root without holding
+/// much memory on either side.
 pub const LENT_MAX: usize = 4 << 20;
 
 #[derive(Debug, Default)]
 pub struct CollRefs {
     next_cookie: u64,
-    parked: Vec<Parked>,
-    /// Bytes of the bodies in `parked`.
-    parked_bytes: usize,
+    lent: Vec<Lent>,
+    /// Bytes of the messages in `lent`.
+    lent_bytes: usize,
     /// By sender (world rank): its messages since a reference we could not
     /// read. Empty but for that fallback, so the common path only checks that.
     held: Vec<(u32, VecDeque<Held>)>,
@@ -103,20 +114,26 @@ pub struct CollRefs {
 }
 
 impl CollRefs {
-    /// Whether instance (`ctx`, `seq`) must wait for its messages to be
-    /// read before it completes: only when the bodies kept for peers are
-    /// over [`LENT_MAX`] bytes.
+    /// Whether instance (`ctx`, `seq`) must wait for its large messages
+    /// to be used before it completes: only when more than [`LENT_MAX`]
+    /// bytes are lent. It waits for its own messages alone, since whether
+    /// a peer has reached the instances of others must not hold it.
     pub fn holds(&self, ctx: u32, seq: u32) -> bool {
-        self.parked_bytes > LENT_MAX
+        self.lent_bytes > LENT_MAX
             && self
-                .parked
+                .lent
                 .iter()
                 .any(|p| p.env.ctx == ctx && p.env.tag == seq as i32)
     }
 
-    fn park(&mut self, p: Parked) {
-        self.parked_bytes += p.out.body.len();
-        self.parked.push(p);
+    fn lend(&mut self, p: Lent) {
+        self.lent_bytes += p.bytes;
+        self.lent.push(p);
+    }
+
+    fn new_cookie(&mut self) -> u64 {
+        self.next_cookie = self.next_cookie.wrapping_add(1);
+        self.next_cookie
     }
 
     fn held_from(&mut self, from: u32) -> &mut VecDeque<Held> {
@@ -130,10 +147,10 @@ impl CollRefs {
         &mut self.held[i].1
     }
 
-    fn take(&mut self, cookie: u64) -> Option<Parked> {
-        let i = self.parked.iter().position(|p| p.cookie == cookie)?;
-        let p = self.parked.swap_remove(i);
-        self.parked_bytes -= p.out.body.len();
+    fn take(&mut self, cookie: u64) -> Option<Lent> {
+        let i = self.lent.iter().position(|p| p.cookie == cookie)?;
+        let p = self.lent.swap_remove(i);
+        self.lent_bytes -= p.bytes;
         Some(p)
     }
 }
@@ -145,7 +162,7 @@ fn control(flags: u8, cookie: u64) -> Envelope {
 impl State {
     /// A collective message, or an answer about one of our references.
     pub fn deliver_coll(&mut self, env: Envelope, from: u32, msg: Msg<'_>) {
-        if env.flags & REF_READ != 0 {
+        if env.flags & USED != 0 {
             self.colls.refs.take(env.cookie);
             self.colls.touch();
             return;
@@ -157,7 +174,7 @@ impl State {
         }
         let holding = self.colls.refs.held.iter().any(|(f, _)| *f == from);
         if env.flags & REF_DATA == 0 && !holding {
-            return self.colls.deliver(&env, from, msg);
+            return self.use_msg(&env, from, msg);
         }
         let held = self.colls.refs.held_from(from);
         if env.flags & REF_DATA == 0 {
@@ -180,7 +197,19 @@ impl State {
             self.colls.refs.held.retain(|(f, _)| *f != from);
         }
         for h in ready {
-            self.colls.deliver(&h.env, from, h.msg);
+            self.use_msg(&h.env, from, h.msg);
+        }
+    }
+
+    /// Hands a message to its instance, or keeps it for the instance to
+    /// start; answers [`USED`] once the instance has it, when asked to.
+    fn use_msg(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) {
+        if self.colls.deliver(env, from, msg) && env.flags & ACK != 0 {
+            self.followups.push(Followup::RefAnswer {
+                to: from,
+                flags: USED,
+                cookie: env.cookie,
+            });
         }
     }
 
@@ -218,7 +247,7 @@ impl State {
         match read {
             Ok(v) => {
                 self.colls.refs.reads += 1;
-                self.followups.push(answer(REF_READ));
+                self.followups.push(answer(USED));
                 Ok(Msg::Parts(u.head, v))
             }
             Err(e) => {
@@ -250,7 +279,7 @@ impl State {
             };
             let stall = stalled.iter_mut().find(|(f, _)| *f == from);
             match (e, stall) {
-                (Early::Msg { env, msg, .. }, None) => self.colls.deliver(&env, from, msg),
+                (Early::Msg { env, msg, .. }, None) => self.use_msg(&env, from, msg),
                 (Early::Msg { env, msg, .. }, Some((_, q))) => q.push(Held {
                     env,
                     awaits: None,
@@ -259,7 +288,9 @@ impl State {
                 (Early::Ref(u), stall) => {
                     let may_read = stall.is_none();
                     match (self.read_ref(&u, may_read), stall) {
-                        (Ok(msg), _) => self.colls.deliver(&u.env, from, msg),
+                        (Ok(msg), _) => {
+                            self.colls.deliver(&u.env, from, msg);
+                        }
                         (Err(h), Some((_, q))) => q.push(h),
                         (Err(h), None) => stalled.push((from, vec![h])),
                     }
@@ -328,16 +359,37 @@ impl Unread {
 
 impl Engine {
     /// Sends collective message `out` (enveloped as `env`) to world rank
-    /// `to`: by reference when its body is large and `to` shares our node.
+    /// `to`. A large one is lent: to a rank of our node by reference, and
+    /// over the network whole, asking for [`USED`] once the peer's instance
+    /// has it, so that a peer that has not reached the instance holds it
+    /// for us against [`LENT_MAX`].
     pub(super) fn send_coll(&mut self, to: u32, env: Envelope, out: Outgoing) -> MpiResult<()> {
-        let large = out.body.len() > self.settings.eager_limit.min(self.net.shm_max_payload());
-        let local = matches!(self.net.routes[to as usize], Route::Shm(_));
+        let eager = self.settings.eager_limit;
+        let by_ref = match self.net.routes[to as usize] {
+            Route::Shm(_) if out.body.len() > eager.min(self.net.shm_max_payload()) => {
+                self.settings.single_copy && !self.st.colls.refs.inline_only
+            }
+            Route::Tcp if out.body.len() > eager => false,
+            _ => return self.net_send(to, &env, &out.to_bytes()),
+        };
         let refs = &mut self.st.colls.refs;
-        if !(large && local && self.settings.single_copy && !refs.inline_only) {
-            return self.net_send(to, &env, &out.to_bytes());
+        let cookie = refs.new_cookie();
+        if !by_ref {
+            let whole = out.to_bytes();
+            refs.lend(Lent {
+                cookie,
+                to,
+                env,
+                bytes: whole.len(),
+                out: None,
+            });
+            let e = Envelope {
+                flags: env.flags | ACK,
+                cookie,
+                ..env
+            };
+            return self.net_send(to, &e, &whole);
         }
-        refs.next_cookie = refs.next_cookie.wrapping_add(1);
-        let cookie = refs.next_cookie;
         refs.passed += 1;
         let r = Envelope {
             flags: env.flags | BY_REF,
@@ -348,12 +400,13 @@ impl Engine {
         payload.extend_from_slice(&(out.body.as_ptr() as u64).to_le_bytes());
         payload.extend_from_slice(&std::process::id().to_le_bytes());
         payload.extend_from_slice(&out.head);
-        // Parked before the send: a vector's heap block does not move with it.
-        refs.park(Parked {
+        // Lent before the send: a vector's heap block does not move with it.
+        refs.lend(Lent {
             cookie,
             to,
             env,
-            out,
+            bytes: out.body.len(),
+            out: Some(out),
         });
         self.net_send(to, &r, &payload)
     }
@@ -362,16 +415,22 @@ impl Engine {
     pub(super) fn send_inline(&mut self, cookie: u64) -> MpiResult<()> {
         let refs = &mut self.st.colls.refs;
         refs.inline_only = true;
-        let Some(p) = refs.take(cookie) else {
+        let Some(Lent {
+            to,
+            env,
+            out: Some(out),
+            ..
+        }) = refs.take(cookie)
+        else {
             return Ok(());
         };
         self.st.colls.touch();
         let env = Envelope {
-            flags: p.env.flags | REF_DATA,
+            flags: env.flags | REF_DATA,
             cookie,
-            ..p.env
+            ..env
         };
-        self.net_send(p.to, &env, &p.out.to_bytes())
+        self.net_send(to, &env, &out.to_bytes())
     }
 
     pub(super) fn ref_answer(&mut self, to: u32, flags: u8, cookie: u64) -> MpiResult<()> {
@@ -440,7 +499,7 @@ mod tests {
             st.colls.early(9, 5),
             vec![(2, [&[1u8, 3][..], &body].concat())]
         );
-        assert_eq!(answers(&st), vec![(4, REF_READ, 77)]);
+        assert_eq!(answers(&st), vec![(4, USED, 77)]);
         assert_eq!((st.colls.refs.reads, st.colls.refs.refused_count), (1, 0));
     }
 
@@ -529,21 +588,45 @@ mod tests {
     #[test]
     fn answers_free_parked_messages() {
         let mut st = State::default();
-        st.colls.refs.park(Parked {
+        st.colls.refs.lend(Lent {
             cookie: 3,
             to: 1,
             env: coll(0, 2, 0, 0, 4),
-            out: Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4]),
+            bytes: 4,
+            out: Some(Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4])),
         });
-        assert_eq!(st.colls.refs.parked_bytes, 4);
+        assert_eq!(st.colls.refs.lent_bytes, 4);
         st.deliver_coll(control(REF_STREAM, 3), 1, whole(&[]));
         assert!(matches!(
             st.followups[..],
             [Followup::SendInline { cookie: 3 }]
         ));
-        st.deliver_coll(control(REF_READ, 3), 1, whole(&[]));
-        assert!(st.colls.refs.parked.is_empty());
-        assert_eq!(st.colls.refs.parked_bytes, 0);
+        st.deliver_coll(control(USED, 3), 1, whole(&[]));
+        assert!(st.colls.refs.lent.is_empty());
+        assert_eq!(st.colls.refs.lent_bytes, 0);
+    }
+
+    /// A message sent whole with `ACK` is answered `USED` once its
+    /// instance has it, not when it is kept for an instance not started.
+    #[test]
+    fn a_whole_message_asking_for_an_answer_gets_it_when_used() {
+        // Rank 0 of a 2-rank bcast of one byte from rank 1: it takes one
+        // message, [BCAST, step 0, the byte].
+        let bcast = || Box::new(lanai_coll::Bcast::new(0, 2, 1, vec![0]).unwrap());
+        let mut st = State::default();
+        st.deliver_coll(coll(1, 5, ACK, 41, 3), 4, whole(&[3, 0, 42]));
+        assert!(answers(&st).is_empty(), "kept for an instance not started");
+        st.colls.activate(9, 5, bcast());
+        let early = st.colls.take_early(9, 5);
+        st.redeliver(early);
+        assert_eq!(answers(&st), vec![(4, USED, 41)]);
+        // Straight to a running instance: answered at once; without ACK, not.
+        st.colls.activate(9, 6, bcast());
+        st.deliver_coll(coll(1, 6, ACK, 42, 3), 4, whole(&[3, 0, 42]));
+        st.colls.activate(9, 7, bcast());
+        st.deliver_coll(coll(1, 7, 0, 0, 3), 4, whole(&[3, 0, 42]));
+        assert_eq!(answers(&st), vec![(4, USED, 41), (4, USED, 42)]);
+        assert!(st.colls.early(9, 5).is_empty() && st.colls.early(9, 7).is_empty());
     }
 
     /// An instance whose references are unread completes while the bodies
@@ -551,19 +634,20 @@ mod tests {
     #[test]
     fn instances_wait_for_their_reads_only_past_the_lending_bound() {
         let mut refs = CollRefs::default();
-        let body = |n| Outgoing::new(1, &[7, 0], vec![0; n]);
-        refs.park(Parked {
+        refs.lend(Lent {
             cookie: 1,
             to: 1,
             env: coll(0, 2, 0, 0, LENT_MAX),
-            out: body(LENT_MAX),
+            bytes: LENT_MAX,
+            out: None,
         });
         assert!(!refs.holds(9, 2), "exactly at the bound");
-        refs.park(Parked {
+        refs.lend(Lent {
             cookie: 2,
             to: 1,
             env: coll(0, 3, 0, 0, 1),
-            out: body(1),
+            bytes: 1,
+            out: Some(Outgoing::new(1, &[7, 0], vec![0])),
         });
         assert!(refs.holds(9, 2) && refs.holds(9, 3), "past the bound");
         assert!(!refs.holds(9, 4), "an instance with nothing unread");

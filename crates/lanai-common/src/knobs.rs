@@ -30,6 +30,7 @@ macro_rules! knobs {
 knobs! {
     CONNECT = ("LANAI_CONNECT", "ondemand", "TCP connection setup: 'ondemand' (connect on first message) or 'static' (connect every pair at MPI_Init)");
     EAGER_LIMIT = ("LANAI_EAGER_LIMIT", "16384", "Largest shared-memory message sent eagerly through the ring; larger ones use rendezvous");
+    TCP_EAGER_LIMIT = ("LANAI_TCP_EAGER_LIMIT", "65536", "Largest point-to-point message sent eagerly over TCP; larger ones wait for the receive (rendezvous), so a receiver never buffers them unasked");
     SHM_RING_BYTES = ("LANAI_SHM_RING_BYTES", "65536", "Bytes in each per-pair shared-memory ring (a power of two, at least 4096)");
     SINGLE_COPY = ("LANAI_SINGLE_COPY", "auto", "Large intra-node messages: 'auto' (one copy with process_vm_readv when the kernel allows it, else through the ring) or 'off' (always through the ring)");
     TCP_ADDR = ("LANAI_TCP_ADDR", "auto", "Address the TCP listener binds to: 'auto' (loopback when the job is on one host, else the host's address) or an IP");
@@ -99,7 +100,7 @@ mod tests {
 
     #[test]
     fn numeric_defaults_parse() {
-        for k in [EAGER_LIMIT, SHM_RING_BYTES] {
+        for k in [EAGER_LIMIT, TCP_EAGER_LIMIT, SHM_RING_BYTES] {
             assert!(k.default.parse::<usize>().is_ok(), "{}", k.name);
         }
     }

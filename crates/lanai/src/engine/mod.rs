@@ -42,6 +42,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub eager_limit: usize,
+    /// Largest point-to-point message sent eagerly over TCP.
+    pub tcp_eager_limit: usize,
     pub single_copy: bool,
     pub spin: Spin,
     pub oversubscribed: bool,
@@ -142,6 +144,7 @@ impl Engine {
         let oversubscribed = ranks_here + engines_here > cores;
         let settings = Settings {
             eager_limit: knobs::get_usize(&knobs::EAGER_LIMIT).map_err(MpiError::other)?,
+            tcp_eager_limit: knobs::get_usize(&knobs::TCP_EAGER_LIMIT).map_err(MpiError::other)?,
             single_copy: match knobs::get(&knobs::SINGLE_COPY).as_str() {
                 "auto" => true,
                 "off" => false,

@@ -29,6 +29,10 @@ const MIN_LOCAL_PIECE: usize = 64;
 /// buffer: large enough to amortise the system call, small enough to stay
 /// in cache.
 const BOUNCE: usize = 1 << 20;
+/// Bytes per chunk of a rendezvous message streamed over TCP: large, so a
+/// chunk's framing and system calls cost little, and within one frame.
+const TCP_CHUNK: usize = 256 << 10;
+
 /// Smallest rendezvous message whose copy the sender shares (see
 /// `delivery::HELP`): one copy is bound by one core's memory bandwidth,
 /// and two cores copying halves measured about 1.7 times that here; below
@@ -56,9 +60,17 @@ impl Engine {
         let len = buf.len();
         let route = self.net.routes[to as usize];
         let sync = mode == SendMode::Sync;
-        let rndv = matches!(route, Route::Shm(_))
-            && len > self.settings.eager_limit.min(self.net.shm_max_payload());
+        let rndv = match route {
+            Route::Shm(_) => len > self.settings.eager_limit.min(self.net.shm_max_payload()),
+            // A large message waits for its receive, as in shared memory,
+            // so the receiver never buffers it unasked nor we queue it all.
+            Route::Tcp => len > self.settings.tcp_eager_limit,
+            Route::Loopback => false,
+        };
         if rndv {
+            // Only a rank of our node reads our memory; across nodes the
+            // data is streamed, a chunk packed at a time.
+            let local = matches!(route, Route::Shm(_));
             let bsend = if mode == SendMode::Buffered {
                 Some(self.st.bsend.reserve(comm, len)?)
             } else {
@@ -67,11 +79,11 @@ impl Engine {
             // The receiver reads a non-contiguous layout in place, piece by
             // piece, when the pieces are few and large enough; otherwise
             // (and for buffered sends) it reads a packed copy.
-            let runs = (mode != SendMode::Buffered && !buf.is_contiguous())
+            let runs = (local && mode != SendMode::Buffered && !buf.is_contiguous())
                 .then(|| cma::runs_of(&buf, len / MIN_DATA_PER_RUN, len / MIN_MEAN_PIECE))
                 .flatten();
             let pack = mode == SendMode::Buffered
-                || (!buf.is_contiguous() && runs.is_none() && self.settings.single_copy);
+                || (local && !buf.is_contiguous() && runs.is_none() && self.settings.single_copy);
             let owned = pack.then(|| {
                 let mut v = vec![0u8; len];
                 buf.read_at(0, &mut v);
@@ -496,7 +508,10 @@ impl Engine {
             _ => return Ok(()),
         };
         let len = owned.as_ref().map_or(buf.len(), Vec::len);
-        let chunk = self.net.shm_max_payload().max(1);
+        let chunk = match self.net.routes[to as usize] {
+            Route::Shm(_) => self.net.shm_max_payload().max(1),
+            _ => TCP_CHUNK,
+        };
         // Chunk by chunk: a non-contiguous buffer is packed a chunk at a time.
         let mut part = vec![0u8; chunk.min(len)];
         let mut at = 0;

@@ -1,0 +1,76 @@
+"""Senders that run ahead of their receivers keep both sides' memory
+bounded.
+
+coll_runahead.c: large collective messages are lent to their receiver (by
+reference within a node, whole over TCP), and a sender has at most
+LENT_MAX bytes of them unused past the instances that sent them
+(engine/coll_ref.rs). It loops over 64 KiB reduces to a root that lingers
+at every call; a library that kept every early contribution would grow by
+about calls * 64 KiB per child of the root.
+
+p2p_runahead.c: a point-to-point message above the eager limit waits for
+its receive, over TCP as in shared memory (rendezvous), so neither the
+sender's queue nor the receiver's unexpected messages hold it. Its
+receivers linger before each receive; eager sending would grow one side by
+calls * 256 KiB.
+
+Both check every result and bound how far each rank's peak resident size
+grows over the loop.
+"""
+
+import pytest
+
+import harness
+from harness import assert_clean, assert_passed, lanairun_argv, run_job
+
+PROGS = ["coll_runahead", "p2p_runahead"]
+SHAPES = [(4, 1), (4, 4), (8, 3)] if harness.QUICK else [(1, 1), (2, 1), (4, 1), (4, 2), (4, 4), (8, 3)]
+P2P_SHAPES = [(2, 2), (3, 3)] if harness.QUICK else [(2, 1), (2, 2), (3, 3), (4, 2), (8, 3)]
+
+
+@pytest.fixture(scope="module")
+def lanai_exes():
+    return harness.build_programs(PROGS, "lanai")
+
+
+@pytest.fixture(scope="module")
+def mpich_exes():
+    return harness.build_programs(PROGS, "mpich")
+
+
+def _passes(exe, name, nranks, nodes, args=()):
+    r = run_job(lanairun_argv(exe, nranks, nodes, list(args)), exe)
+    assert_passed(r, name)
+    assert_clean(r)
+
+
+@pytest.mark.parametrize("nranks,nodes", SHAPES)
+def test_collectives_stay_bounded_when_ranks_run_ahead(lanai_exes, nranks, nodes):
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", nranks, nodes)
+
+
+@pytest.mark.parametrize("size", [16385, 262144])
+def test_collectives_around_the_lending_threshold_and_above(lanai_exes, size):
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 2, ["600", str(size), "32"])
+
+
+@pytest.mark.parametrize("nranks,nodes", P2P_SHAPES)
+def test_point_to_point_stays_bounded_when_senders_run_ahead(lanai_exes, nranks, nodes):
+    _passes(lanai_exes["p2p_runahead"], "p2p_runahead", nranks, nodes)
+
+
+@pytest.mark.parametrize("size", [65536, 65537, 3 << 20])
+def test_point_to_point_around_the_tcp_eager_limit_and_above(lanai_exes, size):
+    calls = "40" if size > 1 << 20 else "300"
+    _passes(lanai_exes["p2p_runahead"], "p2p_runahead", 2, 2, [calls, str(size), "32"])
+
+
+@pytest.mark.parametrize("name", PROGS)
+def test_mpich_builds_on_lanai_under_hydra(mpich_exes, name):
+    harness.assert_passes_under_hydra(mpich_exes[name], name, 4)
+
+
+@pytest.mark.parametrize("name", PROGS)
+def test_programs_themselves_on_mpich(mpich_exes, name):
+    # Results only: how far MPICH lets ranks run ahead is its own business.
+    harness.assert_passes_under_hydra(mpich_exes[name], name, 2, ["200", "65536", "0"], on_lanai=False)

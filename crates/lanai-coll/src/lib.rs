@@ -50,7 +50,9 @@ pub use gather::{Gather, Gatherv};
 pub use layout::Layout;
 pub use machine::{Collective, Head, Outgoing};
 pub use ops::{combine, kernel, Combine, Elem, Kernel, Op, Predefined};
-pub use reduce::{fold_canonical, fold_flat, fold_in_place, fold_tree, Reduce, ReduceTree};
+pub use reduce::{
+    fold_canonical, fold_flat, fold_in_place, fold_into, fold_tree, Reduce, ReduceTree,
+};
 pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};
 pub use scan::{Exscan, Scan};
 pub use scatter::{Scatter, Scatterv};

@@ -369,6 +369,86 @@ pub fn fold_in_place<'a, C: Combine + ?Sized>(
     Ok(&all[(n - 1) * len..n * len])
 }
 
+/// The binomial fold of `parts` (one per rank, in rank order, `out.len()`
+/// bytes each) into `out`, with the grouping [`fold_in_place`] uses, for
+/// parts that may not be written: each is read where it lies (another
+/// rank's shared memory, the caller's buffer). Only the parts a combine
+/// overwrites are copied first, the last into `out` and the others into
+/// `scratch` (its contents do not matter; it is kept for the next call):
+/// about half of them.
+pub fn fold_into<C: Combine + ?Sized>(
+    parts: &[&[u8]],
+    out: &mut [u8],
+    op: &C,
+    scratch: &mut Vec<u8>,
+) -> Result<(), crate::OpError> {
+    let len = out.len();
+    let n = parts.len();
+    if let Some(p) = parts.iter().find(|p| p.len() != len) {
+        return Err(crate::OpError::LengthMismatch {
+            lower: p.len(),
+            higher: len,
+        });
+    }
+    match n {
+        0 => return Ok(()),
+        1 => {
+            out.copy_from_slice(parts[0]);
+            return Ok(());
+        }
+        _ => {}
+    }
+    let kernel = op
+        .kernel()
+        .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
+    /// Where a part's running result lives once a combine wrote it.
+    #[derive(Clone, Copy)]
+    enum At {
+        Read,
+        Scratch(usize),
+        Out,
+    }
+    let mut at = vec![At::Read; n];
+    let mut used = 0;
+    // The parts written, but for the last: the odd ones before it.
+    scratch.resize(len * ((n - 1) / 2), 0);
+    let mut d = 1;
+    while d < n {
+        let mut v = 0;
+        while v + d < n {
+            let (lo, hi) = (v + d - 1, (v + 2 * d).min(n) - 1);
+            if let At::Read = at[hi] {
+                at[hi] = if hi == n - 1 {
+                    out.copy_from_slice(parts[hi]);
+                    At::Out
+                } else {
+                    scratch[used * len..][..len].copy_from_slice(parts[hi]);
+                    used += 1;
+                    At::Scratch(used - 1)
+                };
+            }
+            // `lo` ends a subtree below `hi`'s, so it is never in `out`.
+            let (low, high): (&[u8], &mut [u8]) = match (at[lo], at[hi]) {
+                (At::Read, At::Out) => (parts[lo], &mut *out),
+                (At::Read, At::Scratch(h)) => (parts[lo], &mut scratch[h * len..][..len]),
+                (At::Scratch(l), At::Out) => (&scratch[l * len..][..len], &mut *out),
+                (At::Scratch(l), At::Scratch(h)) => {
+                    let (a, b) = scratch.split_at_mut(h * len);
+                    (&a[l * len..][..len], &mut b[..len])
+                }
+                _ => unreachable!("a combine writes a part of its own"),
+            };
+            match kernel {
+                Some(k) => k(low, high),
+                None => op.combine(low, high)?,
+            }
+            v += 2 * d;
+        }
+        d *= 2;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +496,46 @@ mod tests {
             let walk = fold_walk(&refs, &op, ReduceTree::Binomial).unwrap();
             assert_eq!(flat, walk, "{n} parts");
         }
+    }
+
+    /// Reading the parts where they lie gives the bits of the in-place
+    /// fold, with a dynamic operation and with a kernel, and writes none
+    /// of them.
+    #[test]
+    fn folding_read_only_parts_into_a_buffer_groups_as_in_place() {
+        let float = crate::Predefined::new(crate::Op::Sum, crate::Elem::F64).unwrap();
+        let mut scratch = Vec::new();
+        for n in 1..70u64 {
+            let parts: Vec<Vec<u8>> = (0..n)
+                .map(|r| {
+                    [
+                        r * 7 + 1,
+                        r * r + 3,
+                        (r as f64 / 3.0 + 1e15 * (r % 3) as f64).to_bits(),
+                    ]
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect()
+                })
+                .collect();
+            let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+            let mut out = vec![0xAA; 24];
+            fold_into(&refs, &mut out, &Skewed, &mut scratch).unwrap();
+            assert_eq!(
+                out,
+                fold_flat(parts.concat(), 24, &Skewed).unwrap(),
+                "{n} parts"
+            );
+            fold_into(&refs, &mut out, &float, &mut scratch).unwrap();
+            assert_eq!(
+                out,
+                fold_flat(parts.concat(), 24, &float).unwrap(),
+                "{n} parts"
+            );
+        }
+        let mut out = vec![0; 8];
+        let parts: [&[u8]; 2] = [&[0; 8], &[0; 16]];
+        assert!(fold_into(&parts, &mut out, &Skewed, &mut scratch).is_err());
     }
 
     #[test]

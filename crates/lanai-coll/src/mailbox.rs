@@ -182,6 +182,16 @@ impl Post {
         self.root
     }
 
+    /// The member's position on the wires.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// The reduce's stamp.
+    pub fn stamp(&self) -> u32 {
+        self.stamp
+    }
+
     /// True once `data` is in its slot (the post is then over). `free` is
     /// this member's knowledge of its slots, the same for all its posts.
     #[inline(always)]
@@ -266,6 +276,16 @@ impl Collect {
             self.skip_root();
         }
         Ok(true)
+    }
+
+    /// The reduce's stamp.
+    pub fn stamp(&self) -> u32 {
+        self.stamp
+    }
+
+    /// The root's position in the communicator.
+    pub fn root(&self) -> usize {
+        self.root
     }
 
     /// Contributions not taken yet.

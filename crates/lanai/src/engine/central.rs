@@ -94,6 +94,9 @@ pub struct Setup {
     pub(super) mail: u32,
     /// Which of this rank's mailbox slots it knows free.
     pub(super) free: FreeSlots,
+    /// The stamp of this rank's last staged reduce in each staging slot
+    /// (`shm::stage`), which the next one there waits for.
+    pub(super) staged_last: [u32; crate::shm::stage::SLOTS],
 }
 
 impl Setup {
@@ -354,6 +357,7 @@ impl Engine {
             tree,
             mail: 0,
             free: FreeSlots::default(),
+            staged_last: [0; crate::shm::stage::SLOTS],
         }))
     }
 

@@ -1,9 +1,15 @@
-//! Small `MPI_Reduce` through the barrier device's mailboxes
+//! `MPI_Reduce` through the barrier device's mailboxes
 //! (`lanai_coll::mailbox`): on a communicator whose members share one node,
 //! a non-root drops its contribution into its next slot and completes, as an
 //! eager send would, and the root folds every contribution in the same tree
 //! order the message-passing reduce uses, so the bits do not depend on the
 //! path.
+//!
+//! A contribution too large for a mailbox slot, up to `stage::STAGE_MAX`
+//! bytes, is staged: the non-root copies it into a staging slot of its own
+//! (`shm::stage`) and posts a descriptor of it instead, and the root folds
+//! every contribution where it lies, straight into its receive buffer, then
+//! frees the slots.
 
 use super::central::{Central, Setup};
 use super::coll::{Combiner, MakeCombiner};
@@ -15,8 +21,29 @@ use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, Device, MAIL_MAX};
+use crate::shm::stage::{self, Stage, STAGE_MAX};
 use lanai_coll::mailbox::{Collect, FreeSlots, Post};
 use lanai_coll::ReduceTree;
+
+/// A staged contribution's descriptor, as its mailbox slot carries it: the
+/// staging slot and the length, then zeros. It fills the whole mailbox
+/// slot, and reduces that small go through the mailbox itself, so a root
+/// and a member that disagree about the length see a length mismatch,
+/// never a descriptor taken for data or the reverse.
+const DESC_LEN: usize = MAIL_MAX;
+
+fn descriptor(slot: usize, len: usize) -> [u8; DESC_LEN] {
+    let mut d = [0u8; DESC_LEN];
+    d[..4].copy_from_slice(&(slot as u32).to_le_bytes());
+    d[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+    d
+}
+
+/// (staging slot, length) of a descriptor.
+fn parse_descriptor(d: &[u8]) -> (usize, usize) {
+    let word = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]) as usize;
+    (word(0), word(4))
+}
 
 /// One mailbox reduce in flight on this rank.
 pub struct MailOp {
@@ -36,6 +63,24 @@ enum Work {
         out: UserBuf,
         shape: ReduceTree,
     },
+    /// A non-root's staged contribution: `data` goes into its staging slot
+    /// once the reduce `after` is done with it (`staged` then), and its
+    /// descriptor into the mailbox once the mailbox slot is free.
+    StagedPost {
+        post: Post,
+        data: UserBuf,
+        after: u32,
+        staged: bool,
+    },
+    /// The root of a staged reduce: `collect` gathers the descriptors, and
+    /// `own` is the root's contribution.
+    StagedCollect {
+        collect: Collect,
+        op: Combiner,
+        own: UserBuf,
+        out: UserBuf,
+        shape: ReduceTree,
+    },
 }
 
 impl std::fmt::Debug for MailOp {
@@ -43,7 +88,10 @@ impl std::fmt::Debug for MailOp {
         f.debug_struct("MailOp")
             .field("req", &self.req)
             .field("comm", &self.comm)
-            .field("root", &matches!(self.work, Work::Collect { .. }))
+            .field(
+                "root",
+                &matches!(self.work, Work::Collect { .. } | Work::StagedCollect { .. }),
+            )
             .finish()
     }
 }
@@ -84,13 +132,22 @@ impl Engine {
             Some(_) if self.comms.get(comm)?.rank == root => Some(op.make()?),
             _ => None,
         };
+        // Contributions of up to one mailbox slot go through the mailbox
+        // itself, larger ones up to a staging slot by descriptor.
+        let staged = data.len() >= DESC_LEN;
+        let max = if staged { STAGE_MAX } else { DESC_LEN - 1 };
         if !self.settings.algos.reduce_mailbox
-            || !self.device_ready(comm, data.len(), MAIL_MAX, may_agree)?
+            || !self.device_ready(comm, data.len(), max, may_agree)?
         {
             return Ok(None);
         }
         let shape = self.settings.algos.reduce;
-        let dev = device(&self.net)?;
+        let dev = self
+            .net
+            .shm
+            .as_ref()
+            .and_then(|s| s.device())
+            .ok_or_else(|| MpiError::internal("barrier device vanished"))?;
         let cm = self.comms.get_mut(comm)?;
         let Central::Active(setup) = &mut cm.central else {
             return Err(MpiError::internal("mailbox reduce without a channel"));
@@ -98,18 +155,40 @@ impl Engine {
         let chan = setup
             .node_channel()
             .ok_or_else(|| MpiError::internal("mailbox reduce off its node"))?;
+        // Every member has this channel, so all agree.
+        let stage = dev.stage(chan);
+        if staged && stage.is_none() {
+            return Ok(None);
+        }
         setup.mail = setup.mail.wrapping_add(1);
         let stamp = setup.mail;
+        self.net.counters.staged_reduces += u64::from(staged);
         // A blocking call tries once before it makes a request: a non-root
         // whose slot is free, and a root whose contributions are all in (a
         // non-root runs ahead), are done here. Only with no other mailbox
         // reduce in flight, since those are polled whenever one starts.
         let first_try = may_agree && self.st.colls.mail.is_empty();
+        let mut post = Post::new(setup.me(), stamp, root as usize);
+        let mut in_stage = false;
+        // The reduce this one follows in its staging slot (`shm::stage`).
+        let after = match comb {
+            None if staged => {
+                std::mem::replace(&mut setup.staged_last[stage::slot_of(stamp)], stamp)
+            }
+            _ => 0,
+        };
         if comb.is_none() && first_try {
             // The post alone, before any request state: the non-root's
             // stores queue behind its slot's fill (`docs/decisions.md`).
-            let mut post = Post::new(setup.me(), stamp, root as usize);
-            if post.poll(&dev.channel(chan), &setup.free, data.as_slice()) {
+            let w = dev.channel(chan);
+            let posted = match &stage {
+                Some(st) if staged => {
+                    let s = &mut in_stage;
+                    post_staged(&mut post, after, s, st, &w, &setup.free, data.as_slice())
+                }
+                _ => post.poll(&w, &setup.free, data.as_slice()),
+            };
+            if posted {
                 let root = root as usize;
                 ring_asleep(
                     &self.net,
@@ -121,41 +200,68 @@ impl Engine {
         }
         let work = match (out, comb) {
             (Some(out), Some(op)) => {
-                let mut collect = Collect::new(
+                let mine = if staged {
+                    &[0u8; DESC_LEN][..]
+                } else {
+                    data.as_slice()
+                };
+                let collect = Collect::new(
                     stamp,
                     setup.members().len(),
                     root as usize,
-                    data.as_slice(),
+                    mine,
                     self.st.colls.take_buf(),
                 );
+                let mut work = if staged {
+                    Work::StagedCollect {
+                        collect,
+                        op,
+                        own: data,
+                        out,
+                        shape,
+                    }
+                } else {
+                    Work::Collect {
+                        collect,
+                        op,
+                        out,
+                        shape,
+                    }
+                };
                 // The root likewise works on its parts in place: moving them
                 // into a request's state costs more than the rest of a call.
                 if first_try {
-                    let outcome = poll_collect(&mut collect, &dev.channel(chan), setup.members());
-                    if !matches!(outcome, Outcome::Waiting) {
-                        ring_asleep(&self.net, setup, setup.members());
-                    }
-                    match outcome {
-                        Outcome::Failed(e) => return Err(e),
-                        Outcome::Collected => {
-                            let spare = fold_out(collect, &op, shape, &out)?;
+                    let (Work::Collect { collect, .. } | Work::StagedCollect { collect, .. }) =
+                        &mut work
+                    else {
+                        unreachable!("a root collects")
+                    };
+                    match poll_collect(collect, &dev.channel(chan), setup.members()) {
+                        Outcome::Waiting => {}
+                        Outcome::Took => ring_asleep(&self.net, setup, setup.members()),
+                        outcome => {
+                            let (spare, res) = finish_collect(
+                                work,
+                                outcome,
+                                stage,
+                                setup.members(),
+                                &mut self.st.colls.fold_scratch,
+                            );
+                            ring_asleep(&self.net, setup, setup.members());
                             self.st.colls.give_buf(spare);
-                            return Ok(Some(DONE));
+                            return res.map(|()| Some(DONE));
                         }
-                        _ => {}
                     }
                 }
-                Work::Collect {
-                    collect,
-                    op,
-                    out,
-                    shape,
-                }
+                work
             }
-            _ => Work::Post {
-                post: Post::new(setup.me(), stamp, root as usize),
+            _ if staged => Work::StagedPost {
+                post,
                 data,
+                after,
+                staged: in_stage,
             },
+            _ => Work::Post { post, data },
         };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.mail.push(MailOp {
@@ -177,14 +283,13 @@ impl Engine {
             match poll_op(&self.net, &self.comms, op)? {
                 Outcome::Waiting => i += 1,
                 Outcome::Took => {
-                    let op = &self.st.colls.mail[i];
-                    self.mail_wake(op.comm, &op.work, false)?;
+                    self.mail_wake(self.st.colls.mail[i].comm)?;
                     did = true;
                     i += 1;
                 }
                 outcome => {
                     let op = self.st.colls.mail.swap_remove(i);
-                    let res = self.mail_end(op.comm, op.work, outcome);
+                    let res = self.mail_end(op.comm, op.chan, op.work, outcome);
                     // The request completes either way; an error is the caller's.
                     self.st.reqs.complete(op.req, super::coll::coll_status());
                     res?;
@@ -195,46 +300,65 @@ impl Engine {
         Ok(did)
     }
 
-    /// Finishes an op that is over: a post wakes its root; a collect wakes
-    /// the members that may wait for their slots, and folds into the
-    /// caller's buffer.
-    fn mail_end(&mut self, comm: usize, work: Work, outcome: Outcome) -> MpiResult<()> {
-        self.mail_wake(comm, &work, matches!(outcome, Outcome::Posted))?;
-        match (outcome, work) {
-            (Outcome::Failed(e), _) => Err(e),
-            (Outcome::Posted, Work::Post { .. }) => Ok(()),
-            (
-                Outcome::Collected,
-                Work::Collect {
-                    collect,
-                    op: comb,
-                    out,
-                    shape,
-                },
-            ) => fold_out(collect, &comb, shape, &out).map(|spare| self.st.colls.give_buf(spare)),
-            _ => Err(MpiError::internal("a mailbox op ended out of turn")),
-        }
-    }
-
-    /// Rings the members of `comm` that sleep: the root after a post
-    /// (`to_root`), else every other member, which may wait for a slot the
-    /// root just gave back.
-    fn mail_wake(&self, comm: usize, work: &Work, to_root: bool) -> MpiResult<()> {
+    /// Finishes an op that is over: a collect folds into the caller's
+    /// buffer; then a post wakes its root, and a collect the members that
+    /// may wait for the slots it gave back.
+    fn mail_end(
+        &mut self,
+        comm: usize,
+        chan: usize,
+        work: Work,
+        outcome: Outcome,
+    ) -> MpiResult<()> {
+        let posted = matches!(outcome, Outcome::Posted);
+        let res = match (posted, &work) {
+            (true, Work::Post { .. } | Work::StagedPost { .. }) => Ok(()),
+            (true, _) => Err(MpiError::internal("a mailbox op ended out of turn")),
+            (false, _) => {
+                let dev = device(&self.net)?;
+                let Central::Active(setup) = &self.comms.get(comm)?.central else {
+                    return Err(MpiError::internal("mailbox reduce lost its channel"));
+                };
+                let (spare, res) = finish_collect(
+                    work,
+                    outcome,
+                    dev.stage(chan),
+                    setup.members(),
+                    &mut self.st.colls.fold_scratch,
+                );
+                self.st.colls.give_buf(spare);
+                ring_asleep(&self.net, setup, setup.members());
+                return res;
+            }
+        };
+        let root = root_of(&work);
         let Central::Active(setup) = &self.comms.get(comm)?.central else {
-            return Ok(());
+            return res;
         };
         let members = setup.members();
-        let targets: &[usize] = if to_root {
-            let root = match work {
-                Work::Post { post, .. } => post.root(),
-                Work::Collect { .. } => return Ok(()),
-            };
-            members.get(root..=root).unwrap_or(&[])
-        } else {
-            members
-        };
-        ring_asleep(&self.net, setup, targets);
+        ring_asleep(
+            &self.net,
+            setup,
+            root.and_then(|r| members.get(r..=r)).unwrap_or(&[]),
+        );
+        res
+    }
+
+    /// Rings the members of `comm` that sleep, which may wait for a slot
+    /// the root just gave back.
+    fn mail_wake(&self, comm: usize) -> MpiResult<()> {
+        if let Central::Active(setup) = &self.comms.get(comm)?.central {
+            ring_asleep(&self.net, setup, setup.members());
+        }
         Ok(())
+    }
+}
+
+/// The root a post is for; `None` for a collect.
+fn root_of(work: &Work) -> Option<usize> {
+    match work {
+        Work::Post { post, .. } | Work::StagedPost { post, .. } => Some(post.root()),
+        Work::Collect { .. } | Work::StagedCollect { .. } => None,
     }
 }
 
@@ -266,25 +390,184 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
     let Central::Active(setup) = &comms.get(op.comm)?.central else {
         return Err(MpiError::internal("mailbox reduce lost its channel"));
     };
-    Ok(poll(
-        &mut op.work,
-        &dev.channel(op.chan),
-        setup.members(),
-        &setup.free,
-    ))
+    let w = dev.channel(op.chan);
+    let (wires, free) = (setup.members(), &setup.free);
+    Ok(match &mut op.work {
+        Work::Post { post, data } => posted(post.poll(&w, free, data.as_slice())),
+        Work::StagedPost {
+            post,
+            data,
+            after,
+            staged,
+        } => match dev.stage(op.chan) {
+            Some(st) => posted(post_staged(
+                post,
+                *after,
+                staged,
+                &st,
+                &w,
+                free,
+                data.as_slice(),
+            )),
+            None => Outcome::Failed(MpiError::internal("staged reduce lost its slots")),
+        },
+        Work::Collect { collect, .. } | Work::StagedCollect { collect, .. } => {
+            poll_collect(collect, &w, wires)
+        }
+    })
 }
 
-fn poll(work: &mut Work, w: &Channel<'_>, wires: &[usize], free: &FreeSlots) -> Outcome {
-    match work {
-        Work::Post { post, data } => {
-            if post.poll(w, free, data.as_slice()) {
-                Outcome::Posted
-            } else {
-                Outcome::Waiting
-            }
-        }
-        Work::Collect { collect, .. } => poll_collect(collect, w, wires),
+fn posted(done: bool) -> Outcome {
+    if done {
+        Outcome::Posted
+    } else {
+        Outcome::Waiting
     }
+}
+
+/// A non-root's staged post: copies `data` into its staging slot once the
+/// reduce `after` is done with it (`staged` records that it is in), then
+/// posts the descriptor once its mailbox slot is free. True once posted.
+#[inline(always)]
+fn post_staged(
+    post: &mut Post,
+    after: u32,
+    staged: &mut bool,
+    st: &Stage<'_>,
+    w: &Channel<'_>,
+    free: &FreeSlots,
+    data: &[u8],
+) -> bool {
+    let slot = stage::slot_of(post.stamp());
+    if !*staged {
+        if st.done(post.me(), slot) != after {
+            return false;
+        }
+        st.fill(post.me(), slot, data);
+        *staged = true;
+    }
+    post.poll(w, free, &descriptor(slot, data.len()))
+}
+
+/// Ends a root's collection (`outcome` `Collected` or `Failed`) by folding
+/// into the caller's buffer. Returns the buffer it collected in, for the
+/// next call, and the outcome.
+fn finish_collect(
+    work: Work,
+    outcome: Outcome,
+    stage: Option<Stage<'_>>,
+    wires: &[usize],
+    scratch: &mut Vec<u8>,
+) -> (Vec<u8>, MpiResult<()>) {
+    match (outcome, work) {
+        (Outcome::Failed(e), _) => (Vec::new(), Err(e)),
+        (
+            Outcome::Collected,
+            Work::Collect {
+                collect,
+                op,
+                out,
+                shape,
+            },
+        ) => match fold_out(collect, &op, shape, &out) {
+            Ok(spare) => (spare, Ok(())),
+            Err(e) => (Vec::new(), Err(e)),
+        },
+        (
+            Outcome::Collected,
+            Work::StagedCollect {
+                collect,
+                op,
+                own,
+                out,
+                shape,
+            },
+        ) => {
+            let res = match stage {
+                Some(st) => fold_staged(&collect, &st, wires, &own, &out, &op, shape, scratch),
+                None => Err(MpiError::internal("staged reduce lost its slots")),
+            };
+            (collect.into_flat(), res)
+        }
+        _ => (
+            Vec::new(),
+            Err(MpiError::internal("a mailbox op ended out of turn")),
+        ),
+    }
+}
+
+/// The root of a staged reduce, every descriptor in: folds each member's
+/// contribution where it lies, with the root's own `own`, into `out`, then
+/// frees every staging slot, whatever the outcome.
+#[allow(clippy::too_many_arguments)]
+fn fold_staged(
+    collect: &Collect,
+    st: &Stage<'_>,
+    wires: &[usize],
+    own: &UserBuf,
+    out: &UserBuf,
+    op: &Combiner,
+    shape: ReduceTree,
+    scratch: &mut Vec<u8>,
+) -> MpiResult<()> {
+    let len = own.len();
+    let root = collect.root();
+    let descs: Vec<(usize, usize)> = collect
+        .parts()
+        .iter()
+        .map(|d| parse_descriptor(d))
+        .collect();
+    let bad = descs
+        .iter()
+        .enumerate()
+        .find(|&(pos, &(_, got))| pos != root && got != len)
+        .map(|(pos, &(_, got))| lanai_coll::mailbox::SizeMismatch {
+            member: pos,
+            got,
+            want: len,
+        });
+    let res = match bad {
+        Some(e) => Err(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
+        None => {
+            // With MPI_IN_PLACE the root's part is `out` itself, which the
+            // fold writes before it is done reading the parts.
+            let (o, a) = (out.addr(), own.addr());
+            let overlap = own.is_contiguous() && o < a + len && a < o + out.len();
+            let own_copy = overlap.then(|| own.as_slice().to_vec());
+            let parts: Vec<&[u8]> = (0..descs.len())
+                .map(|pos| match (pos == root, &own_copy) {
+                    (true, Some(v)) => v.as_slice(),
+                    (true, None) => own.as_slice(),
+                    (false, _) => st.bytes(wires[pos], descs[pos].0, len),
+                })
+                .collect();
+            fold_parts(&parts, out, op, shape, scratch)
+        }
+    };
+    for (pos, &(slot, _)) in descs.iter().enumerate() {
+        if pos != root {
+            st.release(wires[pos], slot, collect.stamp());
+        }
+    }
+    res
+}
+
+/// Folds `parts` over `shape` into `out`: the binomial tree straight into
+/// a contiguous buffer, anything else through a vector.
+fn fold_parts(
+    parts: &[&[u8]],
+    out: &UserBuf,
+    op: &Combiner,
+    shape: ReduceTree,
+    scratch: &mut Vec<u8>,
+) -> MpiResult<()> {
+    let op_err = |e: lanai_coll::OpError| MpiError::new(c::MPI_ERR_OP, e.to_string());
+    let len = parts.first().map_or(0, |p| p.len());
+    if shape == ReduceTree::Binomial && out.is_contiguous() && out.len() == len {
+        return lanai_coll::fold_into(parts, out.as_mut_slice(), op, scratch).map_err(op_err);
+    }
+    out.write(&lanai_coll::fold_tree(parts, op, shape).map_err(op_err)?);
+    Ok(())
 }
 
 /// Polls a root's collection once; `Took` if it took some contributions

@@ -240,6 +240,9 @@ pub struct Colls {
     spare: Vec<Vec<u8>>,
     /// Large messages passed by reference (`coll_ref.rs`).
     pub refs: super::coll_ref::CollRefs,
+    /// Where a staged reduce's root keeps the partial results it may not
+    /// leave in the parts (`lanai_coll::fold_into`), kept between calls.
+    pub fold_scratch: Vec<u8>,
 }
 
 /// Spare fold buffers kept, and the largest kept: the device paths fold at

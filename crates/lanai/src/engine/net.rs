@@ -35,6 +35,8 @@ pub struct Counters {
     pub sleep_timeouts: u64,
     /// Rendezvous receives whose sender copied half (`delivery::HELP`).
     pub shared_copies: u64,
+    /// Reduces whose contributions were staged (`central_reduce.rs`).
+    pub staged_reduces: u64,
 }
 
 #[derive(Debug)]

@@ -14,6 +14,7 @@
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
 
+use super::stage::{stage_len, Stage};
 use super::Segment;
 use lanai_coll::central::{reached, Wires};
 use lanai_coll::mailbox::{MailWires, SLOTS};
@@ -34,7 +35,12 @@ pub fn device_len(local_size: usize, channels: usize) -> usize {
     if channels == 0 {
         return 0;
     }
-    LINE + (channels * RECORD).div_ceil(LINE) * LINE + channels * channel_len(local_size)
+    table_len(channels) + channels * channel_len(local_size) + stage_len(local_size, channels)
+}
+
+/// The allocation lock's line and the channel records.
+fn table_len(channels: usize) -> usize {
+    LINE + (channels * RECORD).div_ceil(LINE) * LINE
 }
 
 /// The largest contribution a mailbox slot carries: one line, less the
@@ -117,6 +123,9 @@ impl<'a> Device<'a> {
                         self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) == 0
                     })?;
                     self.channel(ch).settle();
+                    if let Some(st) = self.stage(ch) {
+                        st.settle();
+                    }
                     ch
                 }
             };
@@ -156,12 +165,18 @@ impl<'a> Device<'a> {
 
     pub fn channel(&self, ch: usize) -> Channel<'a> {
         let ch = ch.min(self.channels - 1);
-        let table = LINE + (self.channels * RECORD).div_ceil(LINE) * LINE;
         Channel {
             seg: self.seg,
-            off: self.base + table + ch * channel_len(self.local_size),
+            off: self.base + table_len(self.channels) + ch * channel_len(self.local_size),
             local_size: self.local_size,
         }
+    }
+
+    /// Channel `ch`'s staging slots, when it has them.
+    pub fn stage(&self, ch: usize) -> Option<Stage<'a>> {
+        let base =
+            self.base + table_len(self.channels) + self.channels * channel_len(self.local_size);
+        Stage::new(self.seg, base, self.local_size, self.channels, ch)
     }
 }
 

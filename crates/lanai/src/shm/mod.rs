@@ -10,6 +10,7 @@ pub mod engine_seg;
 pub mod fence;
 pub mod ring;
 pub mod segment;
+pub mod stage;
 
 pub use ring::{CellHeader, ShmNode};
 pub use segment::Segment;

@@ -1,0 +1,193 @@
+//! Staging slots for medium reductions on a node (`engine/central_reduce.rs`).
+//!
+//! On the first [`STAGED_CHANNELS`] channels of the barrier device each
+//! local rank owns [`SLOTS`] slots of [`STAGE_MAX`] bytes. A reduce's
+//! non-root copies its contribution into the slot of the reduce's stamp and
+//! announces it in its mailbox with a descriptor; the root folds every
+//! contribution where it lies, then marks each slot done, which frees it.
+//! One copy on each non-root, none on the root, and no message.
+//!
+//! Slots belong to a channel, hence to one communicator, whose reduces
+//! every member calls in the same order: a full slot only ever waits for
+//! a reduce of its own communicator, as a mailbox slot does, never for
+//! another communicator's.
+//!
+//! Each slot has a `done` word, the stamp of the last contribution a root
+//! folded from it, on a line of the member's slots that only roots write.
+//! A member takes its slots for its reduces in stamp order, each after the
+//! one before it in the same slot: the reduce with stamp `s` stages once
+//! `done` says the slot's previous reduce is folded. In stamp order, since
+//! otherwise a later reduce could take the slot an earlier one waits for,
+//! whose root in turn waits for the later one's root through another
+//! member.
+
+use super::Segment;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Slots per member and channel: how many staged reduces a non-root may
+/// run ahead of their roots.
+pub const SLOTS: usize = 4;
+/// The largest contribution staged; larger reduces pass their messages by
+/// reference.
+pub const STAGE_MAX: usize = 64 << 10;
+/// Channels with staging slots. Each costs `local ranks * SLOTS *
+/// STAGE_MAX` bytes of the node's segment, touched only when used;
+/// communicators on other channels reduce through messages.
+pub const STAGED_CHANNELS: usize = 8;
+
+const LINE: usize = 64;
+/// One member's area on one channel: its `done` line, then its slots.
+const MEMBER: usize = LINE + SLOTS * STAGE_MAX;
+
+const _: () = assert!(SLOTS * 4 <= LINE && STAGE_MAX.is_multiple_of(LINE));
+
+/// Bytes the staging areas of `channels` channels need on a node of
+/// `local_size` ranks.
+pub fn stage_len(local_size: usize, channels: usize) -> usize {
+    channels.min(STAGED_CHANNELS) * local_size * MEMBER
+}
+
+/// The slot a reduce with mailbox stamp `stamp` stages in.
+pub fn slot_of(stamp: u32) -> usize {
+    stamp as usize % SLOTS
+}
+
+/// One channel's staging slots.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage<'a> {
+    seg: &'a Segment,
+    /// Byte offset of this channel's area.
+    off: usize,
+    local_size: usize,
+}
+
+impl<'a> Stage<'a> {
+    /// Channel `ch`'s staging area in the areas at byte `base` of `seg`,
+    /// laid out for `channels` channels; `None` when it has none or it
+    /// does not fit.
+    pub fn new(
+        seg: &'a Segment,
+        base: usize,
+        local_size: usize,
+        channels: usize,
+        ch: usize,
+    ) -> Option<Self> {
+        let off = base + ch * local_size * MEMBER;
+        (local_size > 0
+            && ch < channels.min(STAGED_CHANNELS)
+            && base.is_multiple_of(LINE)
+            && off + local_size * MEMBER <= seg.len())
+        .then_some(Self {
+            seg,
+            off,
+            local_size,
+        })
+    }
+
+    fn member(&self, i: usize) -> usize {
+        self.off + i.min(self.local_size - 1) * MEMBER
+    }
+
+    fn done_word(&self, i: usize, slot: usize) -> &AtomicU32 {
+        self.seg
+            .atomic_u32(self.member(i) + slot.min(SLOTS - 1) * 4)
+    }
+
+    fn data(&self, i: usize, slot: usize) -> usize {
+        self.member(i) + LINE + slot.min(SLOTS - 1) * STAGE_MAX
+    }
+
+    /// The stamp of the last contribution a root folded from member `i`'s
+    /// `slot` (0 before any).
+    pub fn done(&self, i: usize, slot: usize) -> u32 {
+        self.done_word(i, slot).load(Ordering::Acquire)
+    }
+
+    /// Member `i` stages `data` in its `slot`, which the reduce before
+    /// this one in the slot is done with (`done` said so). The mailbox's
+    /// release store of the descriptor publishes it.
+    pub fn fill(&self, i: usize, slot: usize, data: &[u8]) {
+        let at = self.data(i, slot);
+        assert!(data.len() <= STAGE_MAX && at + data.len() <= self.seg.len());
+        // SAFETY: the bytes lie inside the mapping (checked). Only member
+        // `i` writes its slots, and the root that read this one last has
+        // said it is done (the caller checked `done`); no root reads it
+        // again before the descriptor published after this.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.seg.base().add(at), data.len())
+        };
+    }
+
+    /// The `len` bytes member `i` staged in `slot`, read where they lie.
+    /// Call only between acquiring its descriptor and [`Stage::release`].
+    pub fn bytes(&self, i: usize, slot: usize, len: usize) -> &[u8] {
+        let at = self.data(i, slot);
+        assert!(len <= STAGE_MAX && at + len <= self.seg.len());
+        // SAFETY: inside the mapping (checked). Member `i` wrote these
+        // bytes before the release store of the descriptor the caller
+        // acquired, and writes the slot again only once `release` has made
+        // it free; the caller drops the slice before it calls `release`.
+        unsafe { std::slice::from_raw_parts(self.seg.base().add(at), len) }
+    }
+
+    /// The root is done with member `i`'s contribution `stamp` in `slot`:
+    /// the slot is free again.
+    pub fn release(&self, i: usize, slot: usize, stamp: u32) {
+        self.done_word(i, slot).store(stamp, Ordering::Release);
+    }
+
+    /// A channel about to get a new owner, whose reduces start from
+    /// stamp 1: every slot free, whatever the last owner left behind.
+    pub fn settle(&self) {
+        for i in 0..self.local_size {
+            for slot in 0..SLOTS {
+                self.done_word(i, slot).store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(len: usize) -> Segment {
+        let name = format!("/lanai-test-stage-{}", std::process::id());
+        let seg = Segment::create(&name, len).unwrap();
+        let _ = Segment::unlink(&name);
+        seg
+    }
+
+    #[test]
+    fn a_staged_contribution_is_read_in_place_until_released() {
+        let (local, channels) = (3, 2);
+        let seg = segment(LINE + stage_len(local, channels));
+        let st = Stage::new(&seg, LINE, local, channels, 1).unwrap();
+        assert!(Stage::new(&seg, LINE, local, channels, 2).is_none());
+        assert_eq!(st.done(2, 1), 0, "nothing folded yet");
+        let data: Vec<u8> = (0..STAGE_MAX).map(|i| (i * 7 % 251) as u8).collect();
+        st.fill(2, 1, &data);
+        assert_eq!(st.bytes(2, 1, STAGE_MAX), &data[..]);
+        st.fill(2, 0, &data[..10]);
+        assert_eq!(st.bytes(2, 1, STAGE_MAX), &data[..], "slots do not overlap");
+        let other = Stage::new(&seg, LINE, local, channels, 0).unwrap();
+        other.fill(2, 1, &[9; 64]);
+        assert_eq!(
+            st.bytes(2, 1, 64),
+            &data[..64],
+            "channels have areas of their own"
+        );
+        st.release(2, 1, 9);
+        assert_eq!((st.done(2, 1), st.done(2, 0), other.done(2, 1)), (9, 0, 0));
+        st.settle();
+        assert_eq!(st.done(2, 1), 0, "a new owner starts from scratch");
+    }
+
+    #[test]
+    fn slots_go_round_by_stamp() {
+        assert_eq!(
+            (0..9).map(slot_of).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 0, 1, 2, 3, 0]
+        );
+    }
+}

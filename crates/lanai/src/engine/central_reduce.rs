@@ -300,9 +300,9 @@ impl Engine {
         Ok(did)
     }
 
-    /// Finishes an op that is over: a collect folds into the caller's
-    /// buffer; then a post wakes its root, and a collect the members that
-    /// may wait for the slots it gave back.
+    /// Finishes an op that is over: a post wakes its root; a collect folds
+    /// into the caller's buffer, then wakes the members that may wait for
+    /// the slots it gave back.
     fn mail_end(
         &mut self,
         comm: usize,
@@ -311,36 +311,28 @@ impl Engine {
         outcome: Outcome,
     ) -> MpiResult<()> {
         let posted = matches!(outcome, Outcome::Posted);
-        let res = match (posted, &work) {
-            (true, Work::Post { .. } | Work::StagedPost { .. }) => Ok(()),
-            (true, _) => Err(MpiError::internal("a mailbox op ended out of turn")),
-            (false, _) => {
-                let dev = device(&self.net)?;
-                let Central::Active(setup) = &self.comms.get(comm)?.central else {
-                    return Err(MpiError::internal("mailbox reduce lost its channel"));
-                };
-                let (spare, res) = finish_collect(
-                    work,
-                    outcome,
-                    dev.stage(chan),
-                    setup.members(),
-                    &mut self.st.colls.fold_scratch,
-                );
-                self.st.colls.give_buf(spare);
-                ring_asleep(&self.net, setup, setup.members());
-                return res;
-            }
-        };
-        let root = root_of(&work);
         let Central::Active(setup) = &self.comms.get(comm)?.central else {
-            return res;
+            return match posted {
+                true => Ok(()),
+                false => Err(MpiError::internal("mailbox reduce lost its channel")),
+            };
         };
         let members = setup.members();
-        ring_asleep(
-            &self.net,
-            setup,
-            root.and_then(|r| members.get(r..=r)).unwrap_or(&[]),
-        );
+        let (res, targets) = match (posted, root_of(&work)) {
+            (true, Some(r)) => (Ok(()), members.get(r..=r).unwrap_or(&[])),
+            (true, None) => (
+                Err(MpiError::internal("a mailbox op ended out of turn")),
+                &[][..],
+            ),
+            (false, _) => {
+                let dev = device(&self.net)?;
+                let scratch = &mut self.st.colls.fold_scratch;
+                let (spare, res) = finish_collect(work, outcome, dev.stage(chan), members, scratch);
+                self.st.colls.give_buf(spare);
+                (res, members)
+            }
+        };
+        ring_asleep(&self.net, setup, targets);
         res
     }
 

@@ -13,7 +13,9 @@
 //! another communicator's.
 //!
 //! Each slot has a `done` word, the stamp of the last contribution a root
-//! folded from it, on a line of the member's slots that only roots write.
+//! folded from it, on a line per member that only roots write. A
+//! channel's lines come first, together, so that freeing the channel for
+//! a new owner touches one page, not one per member.
 //! A member takes its slots for its reduces in stamp order, each after the
 //! one before it in the same slot: the reduce with stamp `s` stages once
 //! `done` says the slot's previous reduce is folded. In stamp order, since
@@ -36,15 +38,24 @@ pub const STAGE_MAX: usize = 64 << 10;
 pub const STAGED_CHANNELS: usize = 8;
 
 const LINE: usize = 64;
-/// One member's area on one channel: its `done` line, then its slots.
-const MEMBER: usize = LINE + SLOTS * STAGE_MAX;
+/// One member's slots on one channel.
+const MEMBER: usize = SLOTS * STAGE_MAX;
 
-const _: () = assert!(SLOTS * 4 <= LINE && STAGE_MAX.is_multiple_of(LINE));
+/// One channel's area: every member's `done` line, then every member's
+/// slots.
+fn channel_len(local_size: usize) -> usize {
+    (local_size * LINE).next_multiple_of(PAGE) + local_size * MEMBER
+}
+
+/// Channels' areas start on their own pages.
+const PAGE: usize = 4096;
+
+const _: () = assert!(SLOTS * 4 <= LINE && STAGE_MAX.is_multiple_of(PAGE));
 
 /// Bytes the staging areas of `channels` channels need on a node of
 /// `local_size` ranks.
 pub fn stage_len(local_size: usize, channels: usize) -> usize {
-    channels.min(STAGED_CHANNELS) * local_size * MEMBER
+    channels.min(STAGED_CHANNELS) * channel_len(local_size)
 }
 
 /// The slot a reduce with mailbox stamp `stamp` stages in.
@@ -72,11 +83,11 @@ impl<'a> Stage<'a> {
         channels: usize,
         ch: usize,
     ) -> Option<Self> {
-        let off = base + ch * local_size * MEMBER;
+        let off = base + ch * channel_len(local_size);
         (local_size > 0
             && ch < channels.min(STAGED_CHANNELS)
             && base.is_multiple_of(LINE)
-            && off + local_size * MEMBER <= seg.len())
+            && off + channel_len(local_size) <= seg.len())
         .then_some(Self {
             seg,
             off,
@@ -84,17 +95,16 @@ impl<'a> Stage<'a> {
         })
     }
 
-    fn member(&self, i: usize) -> usize {
-        self.off + i.min(self.local_size - 1) * MEMBER
-    }
-
     fn done_word(&self, i: usize, slot: usize) -> &AtomicU32 {
+        let i = i.min(self.local_size - 1);
         self.seg
-            .atomic_u32(self.member(i) + slot.min(SLOTS - 1) * 4)
+            .atomic_u32(self.off + i * LINE + slot.min(SLOTS - 1) * 4)
     }
 
     fn data(&self, i: usize, slot: usize) -> usize {
-        self.member(i) + LINE + slot.min(SLOTS - 1) * STAGE_MAX
+        let i = i.min(self.local_size - 1);
+        let slots = self.off + (self.local_size * LINE).next_multiple_of(PAGE);
+        slots + i * MEMBER + slot.min(SLOTS - 1) * STAGE_MAX
     }
 
     /// The stamp of the last contribution a root folded from member `i`'s

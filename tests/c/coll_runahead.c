@@ -7,21 +7,6 @@
  * usage: coll_runahead [calls] [bytes] [limit_mib]   (limit 0: no check) */
 #include "lt.h"
 
-/* Peak resident size of this process so far, in KiB (VmHWM). */
-static long peak_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 static long val(int rank, int i, int call) { return (long)rank * 1000003 + i % 977 + call; }
 
 /* Busy for `us` microseconds: the root's work between its calls. */
@@ -56,9 +41,9 @@ int main(int argc, char **argv)
         }
         /* After a first call, so the library's own start-up is counted out. */
         if (call == 0)
-            base = peak_kib();
+            base = lt_peak_kib();
     }
-    long grew = peak_kib() - base;
+    long grew = lt_peak_kib() - base;
     if (limit_mib > 0)
         CHECK(base >= 0 && grew <= limit_mib * 1024,
               "peak resident size grew by %ld KiB over %d reduces of %d bytes (limit %ld MiB)",

@@ -151,6 +151,21 @@ static inline int lt_running_on_mpich(void)
     return strstr(v, "MPICH Version") != NULL && strstr(v, "Lanai") == NULL;
 }
 
+/* Peak resident size of this process so far, in KiB (VmHWM); -1 if unknown. */
+static inline long lt_peak_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
 static inline int lt_next(void) { return (lt_rank + 1) % lt_size; }
 static inline int lt_prev(void) { return (lt_rank + lt_size - 1) % lt_size; }
 

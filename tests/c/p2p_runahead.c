@@ -8,20 +8,6 @@
  * usage: p2p_runahead [calls] [bytes] [limit_mib]   (limit 0: no check) */
 #include "lt.h"
 
-static long peak_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 static unsigned char pattern(int call, long i) { return (unsigned char)(call * 31 + i * 7 + (i >> 9)); }
 
 int main(int argc, char **argv)
@@ -55,9 +41,9 @@ int main(int argc, char **argv)
                 CHECK(bad == 0, "call %d: %ld bytes differ", call, bad);
             }
             if (call == 0)
-                base = peak_kib();
+                base = lt_peak_kib();
         }
-        long grew = peak_kib() - base;
+        long grew = lt_peak_kib() - base;
         if (limit_mib > 0)
             CHECK(base >= 0 && grew <= limit_mib * 1024,
                   "peak resident size grew by %ld KiB over %d messages of %ld bytes (limit %ld MiB)",

@@ -281,6 +281,12 @@ def have(tool):
     return shutil.which(tool) is not None
 
 
+def rank_stats(output, field):
+    """{rank: N} for the `<field> N` of every rank's LANAI_STATS line."""
+    found = re.findall(rf"stats rank (\d+):.*{re.escape(field)} (\d+)", output)
+    return {int(r): int(n) for r, n in found}
+
+
 def assert_passes_under_hydra(exe, name, nranks, args=(), on_lanai=True):
     """Run an mpicc.mpich build under mpiexec.hydra, on Lanai (through
     LD_LIBRARY_PATH) or on MPICH itself, and require it to pass cleanly."""

@@ -8,7 +8,6 @@ Reduce_scatter_block, which overflows a buffer inside MPICH 4.0.2.
 """
 
 
-import re
 
 import pytest
 
@@ -65,11 +64,6 @@ def test_datatype_programs_on_real_mpich(dt_mpich, prog):
     assert_passed(result, prog)
 
 
-def _packed_bytes(output):
-    """Each rank's `packed bytes N` from its LANAI_STATS line."""
-    found = re.findall(r"stats rank (\d+):.*packed bytes (\d+)", output)
-    return {int(r): int(n) for r, n in found}
-
 
 @pytest.mark.parametrize(
     "label,nodes,extra",
@@ -86,7 +80,7 @@ def test_datatype_zerocopy_transports(dt_lanai, label, nodes, extra):
     result = run_job(lanairun_argv(exe, 2, nodes), exe, env_extra={"LANAI_STATS": "1", **extra})
     assert_passed(result, "datatype_zerocopy")
     assert_clean(result)
-    packed = _packed_bytes(result.output)
+    packed = harness.rank_stats(result.output, "packed bytes")
     assert sorted(packed) == [0, 1], result.tail()
     if label == "single-copy" and "single-copy read failed" in result.output:
         pytest.skip("the kernel refuses process_vm_readv here (ptrace scope)")

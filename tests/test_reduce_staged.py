@@ -11,7 +11,6 @@ The runs also check, from LANAI_STATS, that the staged path was taken on
 one node, and not across nodes or when LANAI_REDUCE forces messages.
 """
 
-import re
 
 import pytest
 
@@ -32,18 +31,13 @@ def mpich_exe():
     return harness.build_programs([PROG], "mpich")[PROG]
 
 
-def _staged(output):
-    """{rank: staged reduces} from the LANAI_STATS lines."""
-    found = re.findall(r"stats rank (\d+):.*staged reduces (\d+)", output)
-    return {int(r): int(n) for r, n in found}
-
 
 @pytest.mark.parametrize("nranks,nodes", SHAPES)
 def test_staged_reduces(lanai_exe, nranks, nodes):
     r = run_job(lanairun_argv(lanai_exe, nranks, nodes), lanai_exe, {"LANAI_STATS": "1"})
     assert_passed(r, PROG)
     assert_clean(r)
-    staged = _staged(r.output)
+    staged = harness.rank_stats(r.output, "staged reduces")
     assert sorted(staged) == list(range(nranks)), r.tail()
     if nodes == 1 and nranks > 1:
         assert all(n > 0 for n in staged.values()), r.tail()
@@ -56,7 +50,7 @@ def test_message_reduces_give_the_same_results(lanai_exe):
                 {"LANAI_STATS": "1", "LANAI_REDUCE": "binomial"})
     assert_passed(r, PROG)
     assert_clean(r)
-    assert all(n == 0 for n in _staged(r.output).values()), r.tail()
+    assert all(n == 0 for n in harness.rank_stats(r.output, "staged reduces").values()), r.tail()
 
 
 def test_mpich_build_on_lanai_under_hydra(mpich_exe):

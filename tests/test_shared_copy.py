@@ -12,7 +12,6 @@ give the same bytes. The program also passes on real MPICH.
 """
 
 import os
-import re
 
 import pytest
 
@@ -37,11 +36,6 @@ def _cores():
     return len(os.sched_getaffinity(0))
 
 
-def _shared(output):
-    """Each rank's `shared copies N` from its LANAI_STATS line."""
-    found = re.findall(r"stats rank (\d+):.*shared copies (\d+)", output)
-    return {int(r): int(n) for r, n in found}
-
 
 @pytest.mark.parametrize("nranks,nodes", SHAPES)
 def test_shared_copy_on_lanai(sc_lanai, nranks, nodes):
@@ -49,7 +43,7 @@ def test_shared_copy_on_lanai(sc_lanai, nranks, nodes):
                      env_extra={"LANAI_STATS": "1"})
     assert_passed(result, PROG)
     assert_clean(result)
-    shared = _shared(result.output)
+    shared = harness.rank_stats(result.output, "shared copies")
     assert sorted(shared) == list(range(nranks)), result.tail()
     if "single-copy read failed" in result.output:
         pytest.skip("the kernel refuses process_vm_readv here (ptrace scope)")
@@ -66,7 +60,7 @@ def test_shared_copy_off_with_single_copy_off(sc_lanai):
                      env_extra={"LANAI_STATS": "1", "LANAI_SINGLE_COPY": "off"})
     assert_passed(result, PROG)
     assert_clean(result)
-    assert sum(_shared(result.output).values()) == 0, result.tail()
+    assert sum(harness.rank_stats(result.output, "shared copies").values()) == 0, result.tail()
 
 
 def test_shared_copy_mpich_build_on_lanai(sc_mpich):

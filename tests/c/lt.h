@@ -166,6 +166,18 @@ static inline long lt_peak_kib(void)
     return kib;
 }
 
+/* Fails, naming `what`, when this process's peak resident size has grown
+ * by more than `limit_mib` MiB since `base_kib` (an lt_peak_kib() reading);
+ * a limit of 0 checks nothing. */
+#define LT_CHECK_GROWTH(base_kib, limit_mib, what)                            \
+    do {                                                                      \
+        long lt_grew_ = lt_peak_kib() - (base_kib);                           \
+        if ((limit_mib) > 0)                                                  \
+            CHECK((base_kib) >= 0 && lt_grew_ <= (limit_mib) * 1024L,         \
+                  "peak resident size grew by %ld KiB over %s (limit %ld MiB)", \
+                  lt_grew_, what, (long)(limit_mib));                         \
+    } while (0)
+
 static inline int lt_next(void) { return (lt_rank + 1) % lt_size; }
 static inline int lt_prev(void) { return (lt_rank + lt_size - 1) % lt_size; }
 

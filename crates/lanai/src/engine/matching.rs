@@ -50,6 +50,12 @@ pub struct Matcher {
 impl Matcher {
     /// The first posted receive this envelope matches, removed from the queue.
     pub fn take_posted(&mut self, env: &Envelope) -> Option<Posted> {
+        // Usually the oldest receive matches; popping it skips the general
+        // removal's shifting.
+        let front = self.posted.front()?;
+        if matches(front.ctx, front.src, front.tag, env) {
+            return self.posted.pop_front();
+        }
         let i = self
             .posted
             .iter()
@@ -59,6 +65,10 @@ impl Matcher {
 
     /// The first unexpected message matching, removed from the queue.
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
+        let front = self.unexpected.front()?;
+        if matches(ctx, src, tag, &front.env) {
+            return self.unexpected.pop_front();
+        }
         let i = self
             .unexpected
             .iter()

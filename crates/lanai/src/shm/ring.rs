@@ -225,8 +225,14 @@ impl ShmNode {
             + (from * self.local_size + to) * (RING_CTRL_BYTES + self.cells as usize * CELL)
     }
 
+    /// Index of `pos` in the ring. `cells` is a power of two (checked in
+    /// `new`), so a mask: a division here sat on every message's path.
+    fn slot(&self, pos: u64) -> u64 {
+        pos & (self.cells - 1)
+    }
+
     fn cell_off(&self, ring: usize, pos: u64) -> usize {
-        ring + RING_CTRL_BYTES + (pos % self.cells) as usize * CELL
+        ring + RING_CTRL_BYTES + self.slot(pos) as usize * CELL
     }
 
     /// Largest payload a single message may carry.
@@ -247,7 +253,7 @@ impl ShmNode {
             mut head,
             mut tail_cache,
         } = self.tx[to];
-        let to_end = self.cells - head % self.cells;
+        let to_end = self.cells - self.slot(head);
         let total = if need > to_end { to_end + need } else { need };
         if head + total - tail_cache > self.cells {
             tail_cache = self.atomic_u64(ring).load(Ordering::Acquire);
@@ -304,7 +310,7 @@ impl ShmNode {
         }
         let mut plen = self.read_u32(off + 4);
         if plen == PAD {
-            let to_end = self.cells - head % self.cells;
+            let to_end = self.cells - self.slot(head);
             self.zero_continuations(ring, head, to_end);
             head += to_end;
             self.rx[from] = head;

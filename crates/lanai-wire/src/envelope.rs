@@ -79,6 +79,7 @@ impl std::error::Error for EnvelopeError {}
 
 impl Envelope {
     /// Encodes into exactly [`ENVELOPE_LEN`] bytes.
+    #[inline]
     pub fn encode(&self) -> [u8; ENVELOPE_LEN] {
         let mut b = [0u8; ENVELOPE_LEN];
         b[0] = self.kind as u8;
@@ -92,6 +93,7 @@ impl Envelope {
     }
 
     /// Decodes the first [`ENVELOPE_LEN`] bytes of `b`.
+    #[inline]
     pub fn decode(b: &[u8]) -> Result<Self, EnvelopeError> {
         let b: &[u8; ENVELOPE_LEN] = b
             .get(..ENVELOPE_LEN)

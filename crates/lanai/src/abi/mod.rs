@@ -118,6 +118,20 @@ pub unsafe fn user_buf(
         return Err(MpiError::count(count));
     }
     let size = types::type_size(dt)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { sized_buf(ptr, count, size) }
+}
+
+/// [`user_buf`] once the element size is known.
+///
+/// # Safety
+/// As for [`user_buf`]; `count` is not negative.
+#[inline(always)]
+pub unsafe fn sized_buf(
+    ptr: *const std::ffi::c_void,
+    count: MPI_Count,
+    size: usize,
+) -> MpiResult<UserBuf> {
     let len = usize::try_from(count)
         .ok()
         .and_then(|n| n.checked_mul(size))

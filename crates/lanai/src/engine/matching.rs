@@ -49,6 +49,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// The first posted receive this envelope matches, removed from the queue.
+    #[inline]
     pub fn take_posted(&mut self, env: &Envelope) -> Option<Posted> {
         // Usually the oldest receive matches; popping it skips the general
         // removal's shifting.
@@ -64,6 +65,7 @@ impl Matcher {
     }
 
     /// The first unexpected message matching, removed from the queue.
+    #[inline]
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
         let front = self.unexpected.front()?;
         if matches(ctx, src, tag, &front.env) {
@@ -83,6 +85,7 @@ impl Matcher {
             .find(|u| matches(ctx, src, tag, &u.env))
     }
 
+    #[inline]
     pub fn post(&mut self, p: Posted) {
         self.posted.push_back(p);
     }

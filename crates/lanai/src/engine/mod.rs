@@ -367,7 +367,7 @@ impl Engine {
                 self.ensure_addr(to)?;
                 self.net.send(to, env, payload)
             }
-            Route::Shm(_) => self.net.send(to, env, payload),
+            Route::Shm(local) => self.net.send_shm(local, to, env, payload),
         }
     }
 

@@ -75,29 +75,7 @@ impl Net {
     /// The payload is copied or queued; the caller may reuse it at once.
     pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> MpiResult<()> {
         match self.routes[to as usize] {
-            Route::Shm(local) => {
-                let max = self.shm_max_payload();
-                if max == 0 {
-                    return Err(MpiError::internal("no shared-memory segment"));
-                }
-                self.counters.shm_msgs += 1;
-                self.counters.shm_bytes += payload.len() as u64;
-                if payload.len() <= max {
-                    self.shm_push(local, to, env, payload);
-                } else {
-                    // Larger than a ring can hold: fragments, reassembled by
-                    // the receiver (one sender's cells arrive in order).
-                    let n = payload.len().div_ceil(max);
-                    for (i, part) in payload.chunks(max).enumerate() {
-                        let mut e = *env;
-                        if i + 1 < n {
-                            e.flags |= FRAG_MORE;
-                        }
-                        self.shm_push(local, to, &e, part);
-                    }
-                }
-                Ok(())
-            }
+            Route::Shm(local) => self.send_shm(local, to, env, payload),
             Route::Tcp => {
                 let tcp = self
                     .tcp
@@ -110,6 +88,47 @@ impl Net {
                 "loopback message reached the network layer",
             )),
         }
+    }
+
+    /// Sends to world rank `to`, local index `local` of our node.
+    #[inline]
+    pub fn send_shm(
+        &mut self,
+        local: usize,
+        to: u32,
+        env: &Envelope,
+        payload: &[u8],
+    ) -> MpiResult<()> {
+        let Some(shm) = self.shm.as_mut() else {
+            return Err(MpiError::internal("no shared-memory segment"));
+        };
+        let max = shm.max_payload();
+        self.counters.shm_msgs += 1;
+        self.counters.shm_bytes += payload.len() as u64;
+        if payload.len() <= max {
+            // The common case, kept short: nothing queued ahead, room in the ring.
+            if self.backlog_len == 0 && shm.try_send(local, env, payload) {
+                if shm.peer_sleeping(local) {
+                    if let Some(d) = &self.doorbell {
+                        d.ring(to);
+                    }
+                }
+                return Ok(());
+            }
+            self.shm_push(local, to, env, payload);
+        } else {
+            // Larger than a ring can hold: fragments, reassembled by
+            // the receiver (one sender's cells arrive in order).
+            let n = payload.len().div_ceil(max);
+            for (i, part) in payload.chunks(max).enumerate() {
+                let mut e = *env;
+                if i + 1 < n {
+                    e.flags |= FRAG_MORE;
+                }
+                self.shm_push(local, to, &e, part);
+            }
+        }
+        Ok(())
     }
 
     fn shm_push(&mut self, local: usize, to: u32, env: &Envelope, payload: &[u8]) {

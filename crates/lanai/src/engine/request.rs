@@ -121,6 +121,7 @@ pub struct Requests {
 }
 
 impl Requests {
+    #[inline]
     pub fn insert(&mut self, op: Op) -> usize {
         let idx = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
@@ -141,16 +142,19 @@ impl Requests {
         idx
     }
 
+    #[inline]
     pub fn get(&self, idx: usize) -> Option<&Request> {
         self.slots.get(idx)?.as_ref()
     }
 
+    #[inline]
     pub fn get_mut(&mut self, idx: usize) -> Option<&mut Request> {
         self.slots.get_mut(idx)?.as_mut()
     }
 
     /// Drops request `idx` in its slot (no caller needs it back, and moving a
     /// request out costs a copy on every completion); false if none was there.
+    #[inline]
     pub fn remove(&mut self, idx: usize) -> bool {
         match self.slots.get_mut(idx) {
             Some(slot @ Some(_)) => {
@@ -176,6 +180,7 @@ impl Requests {
     }
 
     /// Marks a request complete; a freed one is dropped right away.
+    #[inline]
     pub fn complete(&mut self, idx: usize, status: Status) {
         if let Some(r) = self.get_mut(idx) {
             r.status = status;

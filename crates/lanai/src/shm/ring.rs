@@ -58,6 +58,15 @@ fn seq_for(pos: u64) -> u32 {
 struct Tx {
     head: u64,
     tail_cache: u64,
+    /// Offset of the ring to this peer.
+    ring: usize,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Rx {
+    head: u64,
+    /// Offset of the ring from this peer.
+    ring: usize,
 }
 
 /// This rank's view of its node's segment.
@@ -69,8 +78,10 @@ pub struct ShmNode {
     cells: u64,
     /// Central barrier channels after the rings.
     channels: usize,
+    /// Largest payload of one message (fixed by the ring size).
+    max_payload: usize,
     tx: Vec<Tx>,
-    rx: Vec<u64>,
+    rx: Vec<Rx>,
 }
 
 impl ShmNode {
@@ -92,14 +103,30 @@ impl ShmNode {
         }
         // Before any peer can wait on this rank's wake-ups (`peer_sleeping`).
         fence::register();
+        let ring = |from: usize, to: usize| {
+            HEADER_BYTES
+                + local_size * CTRL_BYTES
+                + (from * local_size + to) * (RING_CTRL_BYTES + ring_bytes)
+        };
         Ok(Self {
             seg,
             local_size,
             me,
             cells: (ring_bytes / CELL) as u64,
             channels,
-            tx: vec![Tx::default(); local_size],
-            rx: vec![0; local_size],
+            max_payload: max_payload(ring_bytes),
+            tx: (0..local_size)
+                .map(|to| Tx {
+                    ring: ring(me, to),
+                    ..Tx::default()
+                })
+                .collect(),
+            rx: (0..local_size)
+                .map(|from| Rx {
+                    head: 0,
+                    ring: ring(from, me),
+                })
+                .collect(),
         })
     }
 
@@ -219,12 +246,6 @@ impl ShmNode {
         self.atomic_u32(self.ctrl(local)).load(Ordering::Relaxed) != 0
     }
 
-    fn ring(&self, from: usize, to: usize) -> usize {
-        HEADER_BYTES
-            + self.local_size * CTRL_BYTES
-            + (from * self.local_size + to) * (RING_CTRL_BYTES + self.cells as usize * CELL)
-    }
-
     /// Index of `pos` in the ring. `cells` is a power of two (checked in
     /// `new`), so a mask: a division here sat on every message's path.
     fn slot(&self, pos: u64) -> u64 {
@@ -237,7 +258,7 @@ impl ShmNode {
 
     /// Largest payload a single message may carry.
     pub fn max_payload(&self) -> usize {
-        max_payload(self.cells as usize * CELL)
+        self.max_payload
     }
 
     /// Tries to enqueue one message to local rank `to`; false when the ring
@@ -247,11 +268,11 @@ impl ShmNode {
             payload.len() <= self.max_payload(),
             "shm payload over the ring's limit"
         );
-        let ring = self.ring(self.me, to);
         let need = (PAYLOAD_AT + payload.len()).div_ceil(CELL) as u64;
         let Tx {
             mut head,
             mut tail_cache,
+            ring,
         } = self.tx[to];
         let to_end = self.cells - self.slot(head);
         let total = if need > to_end { to_end + need } else { need };
@@ -269,14 +290,20 @@ impl ShmNode {
             head += to_end;
         }
         let off = self.cell_off(ring, head);
-        self.write_bytes(off + 4, &(payload.len() as u32).to_le_bytes());
-        self.write_bytes(off + ENV_AT, &env.encode());
-        self.write_bytes(off + PAYLOAD_AT, payload);
+        // Length and envelope in one copy.
+        let mut first = [0u8; PAYLOAD_AT - 4];
+        first[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        first[4..].copy_from_slice(&env.encode());
+        self.write_bytes(off + 4, &first);
+        if !payload.is_empty() {
+            self.write_bytes(off + PAYLOAD_AT, payload);
+        }
         self.atomic_u32(off).store(seq_for(head), Ordering::Release);
         self.tx[to].head = head + need;
         true
     }
 
+    #[inline]
     fn write_bytes(&self, off: usize, src: &[u8]) {
         assert!(off + src.len() <= self.seg.len());
         // SAFETY: in bounds (checked above); these cells are owned by the
@@ -288,8 +315,7 @@ impl ShmNode {
     /// Whether a message from local rank `from` is waiting (one load).
     #[inline]
     pub fn has_message(&self, from: usize) -> bool {
-        let ring = self.ring(from, self.me);
-        let head = self.rx[from];
+        let Rx { head, ring } = self.rx[from];
         self.atomic_u32(self.cell_off(ring, head))
             .load(Ordering::Acquire)
             == seq_for(head)
@@ -302,8 +328,7 @@ impl ShmNode {
         from: usize,
         f: impl FnOnce(Envelope, &[u8]) -> R,
     ) -> Option<Result<R, String>> {
-        let ring = self.ring(from, self.me);
-        let mut head = self.rx[from];
+        let Rx { mut head, ring } = self.rx[from];
         let mut off = self.cell_off(ring, head);
         if self.atomic_u32(off).load(Ordering::Acquire) != seq_for(head) {
             return None;
@@ -313,7 +338,7 @@ impl ShmNode {
             let to_end = self.cells - self.slot(head);
             self.zero_continuations(ring, head, to_end);
             head += to_end;
-            self.rx[from] = head;
+            self.rx[from].head = head;
             off = self.cell_off(ring, head);
             if self.atomic_u32(off).load(Ordering::Acquire) != seq_for(head) {
                 self.atomic_u64(ring).store(head, Ordering::Release);
@@ -340,7 +365,7 @@ impl ShmNode {
         let need = (PAYLOAD_AT + plen).div_ceil(CELL) as u64;
         self.zero_continuations(ring, head, need);
         head += need;
-        self.rx[from] = head;
+        self.rx[from].head = head;
         self.atomic_u64(ring).store(head, Ordering::Release);
         Some(Ok(r))
     }

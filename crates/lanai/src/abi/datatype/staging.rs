@@ -220,12 +220,33 @@ pub enum Pending {
 ///
 /// # Safety
 /// As for [`crate::abi::user_buf`].
+#[inline(always)]
 pub unsafe fn send_buf(
     buf: *const c_void,
     count: impl Into<MPI_Count>,
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
     let count: MPI_Count = count.into();
+    // A basic type is settled here, inlined into the caller: returning
+    // the whole tuple through memory cost more than the check.
+    if let (Some((size, _)), true) = (crate::abi::types::predefined(h), count >= 0) {
+        // SAFETY: forwarded.
+        return Ok((unsafe { crate::abi::sized_buf(buf, count, size)? }, None));
+    }
+    // SAFETY: forwarded.
+    unsafe { send_buf_slow(buf, count, h) }
+}
+
+/// [`send_buf`] for derived types and bad arguments.
+///
+/// # Safety
+/// As for [`crate::abi::user_buf`].
+#[inline(never)]
+unsafe fn send_buf_slow(
+    buf: *const c_void,
+    count: MPI_Count,
+    h: MPI_Datatype,
+) -> MpiResult<(UserBuf, Option<Pending>)> {
     // SAFETY: forwarded.
     match unsafe { packed_view(buf, count, h)? } {
         None => {
@@ -260,12 +281,32 @@ fn in_place(v: View) -> MpiResult<(UserBuf, Option<Pending>)> {
 ///
 /// # Safety
 /// As for [`crate::abi::user_buf`].
+#[inline(always)]
 pub unsafe fn recv_buf(
     buf: *mut c_void,
     count: impl Into<MPI_Count>,
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
     let count: MPI_Count = count.into();
+    // As in `send_buf`.
+    if let (Some((size, _)), true) = (crate::abi::types::predefined(h), count >= 0) {
+        // SAFETY: forwarded.
+        return Ok((unsafe { crate::abi::sized_buf(buf, count, size)? }, None));
+    }
+    // SAFETY: forwarded.
+    unsafe { recv_buf_slow(buf, count, h) }
+}
+
+/// [`recv_buf`] for derived types and bad arguments.
+///
+/// # Safety
+/// As for [`crate::abi::user_buf`].
+#[inline(never)]
+unsafe fn recv_buf_slow(
+    buf: *mut c_void,
+    count: MPI_Count,
+    h: MPI_Datatype,
+) -> MpiResult<(UserBuf, Option<Pending>)> {
     // SAFETY: forwarded.
     match unsafe { packed_view(buf, count, h)? } {
         None => {

@@ -18,8 +18,12 @@
 //! Each [`DeviceRank::step`] makes exactly one access to the wires, so a
 //! model checker can interleave ranks at the finest grain.
 
-/// The device's shared words. Implementations use sequentially consistent
-/// accesses: a rank's input store and its later loads must not reorder.
+/// The device's shared words. An input store publishes with release
+/// ordering and loads acquire. One order matters beyond that: a rank's
+/// input store must come before its later [`Wires::has_sleepers`] look,
+/// and a sleeper's announcement before its last look at the inputs, so
+/// that an arriver and a sleeper cannot both miss the other (the shared-
+/// memory wires pair a light fence there with a heavy one in sleepers).
 pub trait Wires {
     /// Input of member `i` (an index into the device's inputs).
     fn input(&self, i: usize) -> u32;

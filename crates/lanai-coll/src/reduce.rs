@@ -408,7 +408,15 @@ pub fn fold_into<C: Combine + ?Sized>(
         Scratch(usize),
         Out,
     }
-    let mut at = vec![At::Read; n];
+    // On the stack for the usual sizes: this runs for every small reduce.
+    let mut at_stack = [At::Read; 64];
+    let mut at_heap = Vec::new();
+    let at: &mut [At] = if n <= at_stack.len() {
+        &mut at_stack[..n]
+    } else {
+        at_heap.resize(n, At::Read);
+        &mut at_heap
+    };
     let mut used = 0;
     // The parts written, but for the last: the odd ones before it.
     scratch.resize(len * ((n - 1) / 2), 0);

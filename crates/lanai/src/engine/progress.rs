@@ -130,15 +130,16 @@ impl Engine {
             return self.check_liveness();
         }
         self.net.counters.sleeps += 1;
+        // Device barriers in flight raise their output (and ring us) only
+        // for announced sleepers; the heavy fence of `set_sleeping` below
+        // then orders the announcement before our last look.
+        let announced = self.central_announce();
         if let Some(shm) = self.net.shm.as_ref() {
             shm.set_sleeping(true);
         }
         if let Some(o) = self.offload.as_ref() {
             o.set_sleeping(true);
         }
-        // Device barriers in flight raise their output (and ring us) only
-        // for announced sleepers.
-        let announced = self.central_announce();
         // A message may have arrived between the last poll and the flag.
         let ready = self.progress(false)?;
         if !ready {

@@ -14,6 +14,7 @@
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
 
+use super::fence;
 use super::stage::{stage_len, Stage};
 use super::Segment;
 use lanai_coll::central::{reached, Wires};
@@ -284,9 +285,22 @@ impl Channel<'_> {
         };
     }
 
-    /// Declares that this rank may sleep on the output. Call it before the
-    /// last look at the device: then either that look sees the last
-    /// arrival, or the last arriver sees this count and raises the output.
+    /// Input `i`'s contribution to generation `gen`, where it lies (after
+    /// seeing its input reach `gen`, as for [`Channel::get_data`]).
+    pub fn data(&self, i: usize, gen: u32, len: usize) -> &[u8] {
+        let off = self.slot(i, gen, len);
+        assert!(len <= DATA_MAX && off + len <= self.seg.len());
+        // SAFETY: inside the mapping (checked). Its writer finished before
+        // publishing its input and writes this slot again only for
+        // generation `gen + 2`, after every rank (this one included, which
+        // holds the borrow inside one call) has arrived at `gen + 1`.
+        unsafe { std::slice::from_raw_parts(self.seg.base().add(off), len) }
+    }
+
+    /// Declares that this rank may sleep on the output. Call it, then
+    /// `fence::heavy`, before the last look at the device: then either that
+    /// look sees the last arrival, or the last arriver sees this count and
+    /// raises the output (arrivers only fence lightly).
     pub fn announce(&self) {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
     }
@@ -313,18 +327,26 @@ impl Channel<'_> {
 
 impl Wires for Channel<'_> {
     fn input(&self, i: usize) -> u32 {
-        self.input_word(i).load(Ordering::SeqCst)
+        self.input_word(i).load(Ordering::Acquire)
     }
 
+    /// A release store, not a sequentially consistent one: on x86 that is
+    /// a plain store instead of a locked one, which waited for the line to
+    /// come back from every peer polling it. Only the look at the sleepers
+    /// must not pass it, and that look fences (below).
     fn set_input(&self, i: usize, gen: u32) {
-        self.input_word(i).store(gen, Ordering::SeqCst);
+        self.input_word(i).store(gen, Ordering::Release);
     }
 
     fn output(&self) -> u32 {
-        self.output_word().load(Ordering::SeqCst)
+        self.output_word().load(Ordering::Acquire)
     }
 
+    /// The arriver's side of the sleep handshake: its input store comes
+    /// before this load, given that sleepers call `fence::heavy` between
+    /// announcing and their last look (`fence.rs`).
     fn has_sleepers(&self) -> bool {
+        fence::light();
         self.sleepers().load(Ordering::SeqCst) > 0
     }
 
@@ -428,11 +450,14 @@ mod tests {
     use lanai_coll::central::{DeviceRank, Role, Step};
 
     fn segment(local: usize, channels: usize) -> (Segment, String) {
+        // Tests run on parallel threads, and two may want the same shape.
+        static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
-            "/lanai-test-dev-{}-{}-{}",
+            "/lanai-test-dev-{}-{}-{}-{}",
             std::process::id(),
             local,
-            channels
+            channels,
+            NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let seg = Segment::create(&name, device_len(local, channels)).unwrap();
         Segment::unlink(&name).unwrap();
@@ -627,6 +652,8 @@ mod tests {
         let counter = AtomicU32::new(0);
         // Sleeps that ran out their timeout: each is a missed wake-up.
         let missed = AtomicU32::new(0);
+        // The asymmetric fences, as ranks use them, where the kernel has them.
+        fence::register();
         std::thread::scope(|s| {
             for me in 0..n {
                 let (name, members, counter, missed) = (&name, &members, &counter, &missed);
@@ -656,6 +683,7 @@ mod tests {
                                         let limit = Duration::from_millis(500);
                                         let seen = ch.output();
                                         ch.announce();
+                                        fence::heavy();
                                         let last = dev.poll(&ch, members);
                                         if !matches!(last, Step::Done { .. }) {
                                             ch.wait(seen, limit);

@@ -502,15 +502,9 @@ impl Engine {
                 Action::WakeLeader => self.central_wake(comm, true)?,
                 Action::StartTree => start_tree = true,
                 Action::Nothing => {
-                    if self.may_spin_in_place(&op) {
-                        for _ in 0..SPIN_IN_PLACE {
-                            std::hint::spin_loop();
-                            let a = step_op(&self.net, &self.comms, &self.st.reqs, &mut op)?;
-                            if let Action::Finish { raised } = a {
-                                self.central_end(op, raised)?;
-                                return Ok(DONE);
-                            }
-                        }
+                    if let Some(raised) = self.spin_in_place(&mut op) {
+                        self.central_end(op, raised)?;
+                        return Ok(DONE);
                     }
                 }
             }
@@ -527,14 +521,38 @@ impl Engine {
         Ok(req)
     }
 
-    /// Whether a blocking device operation on one node may wait by polling
-    /// its wires alone, with no request: nothing else of ours is in flight
-    /// that a peer could be waiting for, and the rank has a core to spin
-    /// on. The request, the queue and the general wait then stay off the
-    /// path between seeing the last input and arriving at the next call.
+    /// Waits for a blocking device operation on one node (already
+    /// arrived) by polling its wires alone, with no request, for a while;
+    /// `Some(raised)` if it finished. Only when nothing else of ours is in
+    /// flight that a peer could be waiting for, and the rank has a core to
+    /// spin on. The request, the queue and the general wait then stay off
+    /// the path between seeing the last input and the next call's arrival.
+    fn spin_in_place(&self, op: &mut CentralOp) -> Option<bool> {
+        if !self.may_spin_in_place(op) {
+            return None;
+        }
+        let Ok(Central::Active(Setup {
+            chan: Some(ch),
+            members,
+            ..
+        })) = self.comms.get(op.comm).map(|c| &c.central)
+        else {
+            return None;
+        };
+        let w = self.net.shm.as_ref()?.device()?.channel(*ch);
+        for _ in 0..SPIN_IN_PLACE {
+            if let Step::Done { raised } = op.dev.poll(&w, members) {
+                return Some(raised);
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+
     #[inline]
     fn may_spin_in_place(&self, op: &CentralOp) -> bool {
         op.dev.role() == Role::Peer
+            && op.data.is_none()
             && !self.settings.oversubscribed
             && self.st.reqs.live() == 0
             && !self.net.has_backlog()

@@ -5,7 +5,9 @@ every contribution where it lies. reduce_staged.c checks float sums bit
 for bit against the binomial grouping computed in the program, integer
 sums at every root and in place, a non-commutative user operation on a
 contiguous and a strided type, reduces in flight, and loops where
-non-roots run ahead and wait for slots on two communicators.
+non-roots run ahead and wait for slots on two communicators. Across
+nodes the same program checks flat reduces (engine/coll.rs), where every
+rank sends to the root.
 
 The runs also check, from LANAI_STATS, that the staged path was taken on
 one node, and not across nodes or when LANAI_REDUCE forces messages.
@@ -43,6 +45,13 @@ def test_staged_reduces(lanai_exe, nranks, nodes):
         assert all(n > 0 for n in staged.values()), r.tail()
     else:
         assert all(n == 0 for n in staged.values()), r.tail()
+    # Across nodes, reduces of up to 1 KiB go flat (more than 2 ranks):
+    # the program's bitwise checks then hold for that path too.
+    flat = harness.rank_stats(r.output, "flat reduces")
+    if nodes > 1 and nranks > 2:
+        assert all(n > 0 for n in flat.values()), r.tail()
+    else:
+        assert all(n == 0 for n in flat.values()), r.tail()
 
 
 def test_message_reduces_give_the_same_results(lanai_exe):
@@ -51,6 +60,14 @@ def test_message_reduces_give_the_same_results(lanai_exe):
     assert_passed(r, PROG)
     assert_clean(r)
     assert all(n == 0 for n in harness.rank_stats(r.output, "staged reduces").values()), r.tail()
+
+
+def test_tree_reduces_across_nodes_give_the_same_results(lanai_exe):
+    r = run_job(lanairun_argv(lanai_exe, 5, 3), lanai_exe,
+                {"LANAI_STATS": "1", "LANAI_REDUCE": "binomial"})
+    assert_passed(r, PROG)
+    assert_clean(r)
+    assert all(n == 0 for n in harness.rank_stats(r.output, "flat reduces").values()), r.tail()
 
 
 def test_mpich_build_on_lanai_under_hydra(mpich_exe):

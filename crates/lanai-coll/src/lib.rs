@@ -27,6 +27,7 @@ pub mod machine;
 pub mod mailbox;
 pub mod ops;
 pub mod reduce;
+pub mod reduce_flat;
 pub mod reduce_scatter;
 pub mod scan;
 pub mod scatter;
@@ -53,6 +54,7 @@ pub use ops::{combine, kernel, Combine, Elem, Kernel, Op, Predefined};
 pub use reduce::{
     fold_canonical, fold_flat, fold_in_place, fold_into, fold_tree, Reduce, ReduceTree,
 };
+pub use reduce_flat::FlatReduce;
 pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};
 pub use scan::{Exscan, Scan};
 pub use scatter::{Scatter, Scatterv};

@@ -7,7 +7,8 @@ use lanai_coll::sim::{
 };
 use lanai_coll::{
     allreduce, barrier, AllreduceAlgo, BarrierAlgo, Bcast, CollError, Collective, Combine, Elem,
-    KaryTree, Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast, ReduceTree,
+    FlatReduce, KaryTree, Op, OpError, Predefined, RecursiveDoubling, Reduce, ReduceBcast,
+    ReduceTree,
 };
 
 type Boxed = Box<dyn Collective>;
@@ -539,6 +540,113 @@ fn reduce_zero_length() {
             check_reduce(size, size - 1, out, &[])
         });
     }
+}
+
+// ---------------------------------------------------------------- flat reduce
+
+/// A flat reduce's outcome: the root's result, nothing elsewhere, and one
+/// message from each non-root.
+fn check_flat(size: u32, root: u32, out: &Outcome, want: &[u8]) {
+    for r in 0..size {
+        let got = out.results[r as usize].as_deref();
+        if r == root {
+            assert_eq!(got, Some(want), "P={size} root={root}");
+        } else {
+            assert_eq!(got, None);
+        }
+    }
+    assert_eq!(out.messages, u64::from(size - 1));
+}
+
+#[test]
+fn flat_reduce_has_the_binomial_trees_bits_from_every_root() {
+    for &size in SIZES {
+        let roots: Vec<u32> = if size <= 9 {
+            (0..size).collect()
+        } else {
+            vec![0, 1, size - 1]
+        };
+        for root in roots {
+            // Floats: the same bits as the binomial tree, which the
+            // `Reduce` machine computes by messages here.
+            let parts: Vec<Vec<u8>> = (0..size).map(|r| enc_f64(&floats(r))).collect();
+            let mut tree = |r: u32| {
+                Reduce::new(r, size, root, parts[r as usize].clone(), f64_sum())
+                    .map(|m| Box::new(m) as Boxed)
+            };
+            let want = run(size, &mut tree, &mut RandomOrder::new(1))
+                .unwrap()
+                .results[root as usize]
+                .clone()
+                .unwrap();
+            assert_eq!(want, enc_f64(&tree_sum(0, size)));
+            let mut make = |r: u32| {
+                FlatReduce::new(r, size, root, parts[r as usize].clone(), f64_sum())
+                    .map(|m| Box::new(m) as Boxed)
+            };
+            for_all_schedules(size, &mut make, &mut |out| {
+                check_flat(size, root, out, &want)
+            });
+            // A non-commutative operation stays in rank order.
+            let want = affine_expected(size);
+            let mut make = |r: u32| {
+                FlatReduce::new(r, size, root, enc_affine(r), Affine).map(|m| Box::new(m) as Boxed)
+            };
+            for_all_schedules(size, &mut make, &mut |out| {
+                check_flat(size, root, out, &want)
+            });
+        }
+    }
+}
+
+#[test]
+fn flat_reduce_every_order_small_and_zero_length() {
+    for size in 1..=5u32 {
+        for root in 0..size {
+            let want = affine_expected(size);
+            let mut make = |r: u32| {
+                FlatReduce::new(r, size, root, enc_affine(r), Affine).map(|m| Box::new(m) as Boxed)
+            };
+            let (_, complete) = explore_all(size, &mut make, true, 300_000, &mut |out| {
+                check_flat(size, root, out, &want)
+            })
+            .unwrap();
+            assert!(complete);
+            let mut empty = |r: u32| {
+                FlatReduce::new(r, size, root, Vec::new(), i64_sum()).map(|m| Box::new(m) as Boxed)
+            };
+            for_all_schedules(size, &mut empty, &mut |out| {
+                check_flat(size, root, out, &[])
+            });
+        }
+    }
+}
+
+#[test]
+fn flat_reduce_refuses_what_it_does_not_expect() {
+    let sum = i64_sum();
+    let contrib = |m: &mut FlatReduce<_>, from: u32, body: Vec<u8>| {
+        let mut msg = vec![1u8, 0];
+        msg.extend_from_slice(&body);
+        m.handle_message(from, &msg)
+    };
+    let mut root = FlatReduce::new(0, 3, 0, enc_i64(&[5]), sum).unwrap();
+    // Wrong length, then a duplicate, then the root's own rank.
+    assert!(matches!(
+        contrib(&mut root, 1, vec![0; 3]),
+        Err(CollError::DataLengthMismatch { .. })
+    ));
+    contrib(&mut root, 1, enc_i64(&[7])).unwrap();
+    assert!(contrib(&mut root, 1, enc_i64(&[7])).is_err());
+    assert!(contrib(&mut root, 0, enc_i64(&[7])).is_err());
+    assert!(!root.is_done());
+    contrib(&mut root, 2, enc_i64(&[9])).unwrap();
+    assert!(root.is_done());
+    assert_eq!(root.take_result(), Some(enc_i64(&[21])));
+    // A non-root receives nothing.
+    let mut leaf = FlatReduce::new(1, 3, 0, enc_i64(&[5]), sum).unwrap();
+    assert!(contrib(&mut leaf, 0, enc_i64(&[1])).is_err());
+    assert!(FlatReduce::new(0, 3, 3, vec![], sum).is_err());
 }
 
 // ---------------------------------------------------------------- allreduce

@@ -136,7 +136,7 @@ impl Engine {
         // itself, larger ones up to a staging slot by descriptor.
         let staged = data.len() >= DESC_LEN;
         let max = if staged { STAGE_MAX } else { DESC_LEN - 1 };
-        if !self.settings.algos.reduce_mailbox
+        if !self.settings.algos.reduce_auto
             || !self.device_ready(comm, data.len(), max, may_agree)?
         {
             return Ok(None);

@@ -247,6 +247,12 @@ pub struct Colls {
 
 /// Spare fold buffers kept, and the largest kept: the device paths fold at
 /// most a few KiB per call.
+/// Largest contribution a flat reduce carries (`Engine::flat_reduce_suits`):
+/// the root holds every rank's at once.
+const FLAT_REDUCE_MAX: usize = 1024;
+/// Ranks up to which a flat reduce is used even when each has a core.
+const FLAT_REDUCE_RANKS: u32 = 8;
+
 const SPARE_BUFS: usize = 4;
 const SPARE_MAX: usize = 1 << 16;
 
@@ -406,8 +412,8 @@ pub struct Algorithms {
     pub allreduce: AllreduceAlgo,
     pub reduce: ReduceTree,
     /// `LANAI_REDUCE=auto`: small reduces on one node use the device's
-    /// mailboxes.
-    pub reduce_mailbox: bool,
+    /// mailboxes, and others may be flat.
+    pub reduce_auto: bool,
 }
 
 impl Algorithms {
@@ -464,7 +470,7 @@ impl Algorithms {
             bcast,
             allreduce,
             reduce,
-            reduce_mailbox: reduce_knob == "auto",
+            reduce_auto: reduce_knob == "auto",
         })
     }
 
@@ -724,9 +730,26 @@ impl Engine {
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;
         let data = data.as_slice().to_vec();
+        if self.flat_reduce_suits(size, data.len()) {
+            let m = lanai_coll::FlatReduce::new(rank, size, root, data, op).map_err(coll_err)?;
+            self.net.counters.flat_reduces += 1;
+            return self.start_coll(comm, Box::new(m), out);
+        }
         let m =
             lanai_coll::Reduce::with_tree(rank, size, root, data, op, shape).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
+    }
+
+    /// `LANAI_REDUCE=auto` sends small contributions straight to the root
+    /// ([`lanai_coll::FlatReduce`], the binomial tree's bits): always when
+    /// ranks share cores, where every hop of a tree waits for a process to
+    /// be scheduled, and on few ranks, where the root's extra messages cost
+    /// less than the tree's hops.
+    fn flat_reduce_suits(&self, size: u32, len: usize) -> bool {
+        self.settings.algos.reduce_auto
+            && size > 2
+            && len <= FLAT_REDUCE_MAX
+            && (self.settings.oversubscribed || size <= FLAT_REDUCE_RANKS)
     }
 
     /// Small allreduces on one node go through the barrier device's data

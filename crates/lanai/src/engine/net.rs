@@ -37,6 +37,8 @@ pub struct Counters {
     pub shared_copies: u64,
     /// Reduces whose contributions were staged (`central_reduce.rs`).
     pub staged_reduces: u64,
+    /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
+    pub flat_reduces: u64,
 }
 
 #[derive(Debug)]

@@ -38,7 +38,7 @@ mod tree;
 pub use allgather::{Allgather, AllgatherAlgo, Allgatherv};
 pub use allreduce::{
     allreduce, AllreduceAlgo, Rabenseifner, RecursiveDoubling, ReduceBcast, RingAllreduce,
-    UnknownAlgorithm, AUTO_RECURSIVE_DOUBLING_MAX,
+    UnknownAlgorithm, AUTO_RABENSEIFNER_MANY_MIN, AUTO_RECURSIVE_DOUBLING_MAX,
 };
 pub use alltoall::{Alltoall, Alltoallv};
 pub use barrier::{

@@ -390,26 +390,34 @@ pub fn fold_into<C: Combine + ?Sized>(
             higher: len,
         });
     }
+    let kernel = op
+        .kernel()
+        .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
     match n {
         0 => return Ok(()),
         1 => {
             out.copy_from_slice(parts[0]);
             return Ok(());
         }
+        // Two ranks, the commonest case, without the bookkeeping below.
+        2 => {
+            out.copy_from_slice(parts[1]);
+            return match kernel {
+                Some(k) => Ok(k(parts[0], out)),
+                None => op.combine(parts[0], out),
+            };
+        }
         _ => {}
     }
-    let kernel = op
-        .kernel()
-        .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
     /// Where a part's running result lives once a combine wrote it.
     #[derive(Clone, Copy)]
     enum At {
         Read,
-        Scratch(usize),
+        Scratch(u32),
         Out,
     }
     // On the stack for the usual sizes: this runs for every small reduce.
-    let mut at_stack = [At::Read; 64];
+    let mut at_stack = [At::Read; 32];
     let mut at_heap = Vec::new();
     let at: &mut [At] = if n <= at_stack.len() {
         &mut at_stack[..n]
@@ -432,17 +440,17 @@ pub fn fold_into<C: Combine + ?Sized>(
                 } else {
                     scratch[used * len..][..len].copy_from_slice(parts[hi]);
                     used += 1;
-                    At::Scratch(used - 1)
+                    At::Scratch(used as u32 - 1)
                 };
             }
             // `lo` ends a subtree below `hi`'s, so it is never in `out`.
             let (low, high): (&[u8], &mut [u8]) = match (at[lo], at[hi]) {
                 (At::Read, At::Out) => (parts[lo], &mut *out),
-                (At::Read, At::Scratch(h)) => (parts[lo], &mut scratch[h * len..][..len]),
-                (At::Scratch(l), At::Out) => (&scratch[l * len..][..len], &mut *out),
+                (At::Read, At::Scratch(h)) => (parts[lo], &mut scratch[h as usize * len..][..len]),
+                (At::Scratch(l), At::Out) => (&scratch[l as usize * len..][..len], &mut *out),
                 (At::Scratch(l), At::Scratch(h)) => {
-                    let (a, b) = scratch.split_at_mut(h * len);
-                    (&a[l * len..][..len], &mut b[..len])
+                    let (a, b) = scratch.split_at_mut(h as usize * len);
+                    (&a[l as usize * len..][..len], &mut b[..len])
                 }
                 _ => unreachable!("a combine writes a part of its own"),
             };

@@ -755,10 +755,20 @@ fn allreduce_zero_length_and_auto_choice() {
             for_all_schedules(size, &mut make, &mut |out| check_all(size, out, &[]));
         }
     }
+    // Recursive doubling for small vectors, Rabenseifner for large ones on
+    // powers of two (from 32 KiB at 8 ranks or more).
     let a = AllreduceAlgo::Auto;
-    assert_eq!(a.resolve(8, 64 * 1024), AllreduceAlgo::RecursiveDoubling);
-    assert_eq!(a.resolve(8, 64 * 1024 + 1), AllreduceAlgo::Rabenseifner);
-    assert_eq!(a.resolve(6, 64 * 1024 + 1), AllreduceAlgo::Ring);
+    let (rd, rab) = (AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::Rabenseifner);
+    let many = lanai_coll::AUTO_RABENSEIFNER_MANY_MIN;
+    let max = lanai_coll::AUTO_RECURSIVE_DOUBLING_MAX;
+    assert_eq!(a.resolve(8, many), rd);
+    assert_eq!(a.resolve(8, many + 1), rab);
+    assert_eq!(a.resolve(16, max), rab);
+    assert_eq!(a.resolve(4, max), rd);
+    assert_eq!(a.resolve(4, max + 1), rab);
+    assert_eq!(a.resolve(2, max), rd);
+    assert_eq!(a.resolve(6, max), AllreduceAlgo::ReduceBcast);
+    assert_eq!(a.resolve(6, max + 1), AllreduceAlgo::Ring);
     assert_eq!(a.resolve(6, 8), AllreduceAlgo::ReduceBcast);
     assert_eq!(a.resolve(1, 8), AllreduceAlgo::RecursiveDoubling);
     for x in ALGOS {

@@ -402,10 +402,11 @@ pub fn fold_into<C: Combine + ?Sized>(
         // Two ranks, the commonest case, without the bookkeeping below.
         2 => {
             out.copy_from_slice(parts[1]);
-            return match kernel {
-                Some(k) => Ok(k(parts[0], out)),
-                None => op.combine(parts[0], out),
-            };
+            match kernel {
+                Some(k) => k(parts[0], out),
+                None => op.combine(parts[0], out)?,
+            }
+            return Ok(());
         }
         _ => {}
     }

@@ -758,7 +758,10 @@ fn allreduce_zero_length_and_auto_choice() {
     // Recursive doubling for small vectors, Rabenseifner for large ones on
     // powers of two (from 32 KiB at 8 ranks or more).
     let a = AllreduceAlgo::Auto;
-    let (rd, rab) = (AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::Rabenseifner);
+    let (rd, rab) = (
+        AllreduceAlgo::RecursiveDoubling,
+        AllreduceAlgo::Rabenseifner,
+    );
     let many = lanai_coll::AUTO_RABENSEIFNER_MANY_MIN;
     let max = lanai_coll::AUTO_RECURSIVE_DOUBLING_MAX;
     assert_eq!(a.resolve(8, many), rd);

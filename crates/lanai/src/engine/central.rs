@@ -540,7 +540,12 @@ impl Engine {
             return None;
         };
         let w = self.net.shm.as_ref()?.device()?.channel(*ch);
-        for _ in 0..SPIN_IN_PLACE {
+        // No more polls than `LANAI_SPIN=<n>` allows a wait.
+        let polls = match self.settings.spin {
+            super::Spin::Polls(n) => n.min(SPIN_IN_PLACE),
+            super::Spin::Time(_) => SPIN_IN_PLACE,
+        };
+        for _ in 0..polls {
             if let Step::Done { raised } = op.dev.poll(&w, members) {
                 return Some(raised);
             }

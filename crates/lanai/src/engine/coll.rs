@@ -245,14 +245,14 @@ pub struct Colls {
     pub fold_scratch: Vec<u8>,
 }
 
-/// Spare fold buffers kept, and the largest kept: the device paths fold at
-/// most a few KiB per call.
 /// Largest contribution a flat reduce carries (`Engine::flat_reduce_suits`):
 /// the root holds every rank's at once.
 const FLAT_REDUCE_MAX: usize = 1024;
 /// Ranks up to which a flat reduce is used even when each has a core.
 const FLAT_REDUCE_RANKS: u32 = 8;
 
+/// Spare fold buffers kept, and the largest kept: the device paths fold at
+/// most a few KiB per call.
 const SPARE_BUFS: usize = 4;
 const SPARE_MAX: usize = 1 << 16;
 

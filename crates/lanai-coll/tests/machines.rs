@@ -394,7 +394,9 @@ fn bcast_every_order_small() {
 
 // ---------------------------------------------------------------- reduce
 
-fn check_reduce(size: u32, root: u32, out: &Outcome, want: &[u8]) {
+/// A reduce's outcome: `want` at the root, nothing elsewhere, and
+/// `messages` messages in all.
+fn check_root_result(size: u32, root: u32, out: &Outcome, want: &[u8], messages: u64) {
     for r in 0..size {
         if r == root {
             assert_eq!(
@@ -406,19 +408,28 @@ fn check_reduce(size: u32, root: u32, out: &Outcome, want: &[u8]) {
             assert_eq!(out.results[r as usize], None);
         }
     }
+    assert_eq!(out.messages, messages);
+}
+
+/// The tree sends one message per non-root, and one more to a root other than 0.
+fn check_reduce(size: u32, root: u32, out: &Outcome, want: &[u8]) {
     let extra = u64::from(root != 0);
-    assert_eq!(out.messages, u64::from(size - 1) + extra);
+    check_root_result(size, root, out, want, u64::from(size - 1) + extra);
+}
+
+/// Every root for small communicators, a few for large ones.
+fn roots_of(size: u32) -> Vec<u32> {
+    if size <= 9 {
+        (0..size).collect()
+    } else {
+        vec![0, 1, size - 1]
+    }
 }
 
 #[test]
 fn reduce_sum_and_noncommutative_from_every_root() {
     for &size in SIZES {
-        let roots: Vec<u32> = if size <= 9 {
-            (0..size).collect()
-        } else {
-            vec![0, 1, size - 1]
-        };
-        for root in roots {
+        for root in roots_of(size) {
             let want = ints_sum(size, 5);
             let mut make = |r: u32| {
                 Reduce::new(r, size, root, enc_i64(&ints(r, 5)), i64_sum())
@@ -544,29 +555,15 @@ fn reduce_zero_length() {
 
 // ---------------------------------------------------------------- flat reduce
 
-/// A flat reduce's outcome: the root's result, nothing elsewhere, and one
-/// message from each non-root.
+/// A flat reduce sends one message from each non-root.
 fn check_flat(size: u32, root: u32, out: &Outcome, want: &[u8]) {
-    for r in 0..size {
-        let got = out.results[r as usize].as_deref();
-        if r == root {
-            assert_eq!(got, Some(want), "P={size} root={root}");
-        } else {
-            assert_eq!(got, None);
-        }
-    }
-    assert_eq!(out.messages, u64::from(size - 1));
+    check_root_result(size, root, out, want, u64::from(size - 1));
 }
 
 #[test]
 fn flat_reduce_has_the_binomial_trees_bits_from_every_root() {
     for &size in SIZES {
-        let roots: Vec<u32> = if size <= 9 {
-            (0..size).collect()
-        } else {
-            vec![0, 1, size - 1]
-        };
-        for root in roots {
+        for root in roots_of(size) {
             // Floats: the same bits as the binomial tree, which the
             // `Reduce` machine computes by messages here.
             let parts: Vec<Vec<u8>> = (0..size).map(|r| enc_f64(&floats(r))).collect();

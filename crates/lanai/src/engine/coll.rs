@@ -248,8 +248,8 @@ pub struct Colls {
 /// Largest contribution a flat reduce carries (`Engine::flat_reduce_suits`):
 /// the root holds every rank's at once.
 const FLAT_REDUCE_MAX: usize = 1024;
-/// Ranks up to which a flat reduce is used even when each has a core.
-const FLAT_REDUCE_RANKS: u32 = 8;
+/// Ranks up to which reduces are flat.
+const FLAT_REDUCE_RANKS: u32 = 16;
 
 /// Spare fold buffers kept, and the largest kept: the device paths fold at
 /// most a few KiB per call.
@@ -741,15 +741,17 @@ impl Engine {
     }
 
     /// `LANAI_REDUCE=auto` sends small contributions straight to the root
-    /// ([`lanai_coll::FlatReduce`], the binomial tree's bits): always when
-    /// ranks share cores, where every hop of a tree waits for a process to
-    /// be scheduled, and on few ranks, where the root's extra messages cost
-    /// less than the tree's hops.
+    /// ([`lanai_coll::FlatReduce`], the binomial tree's bits) on up to
+    /// [`FLAT_REDUCE_RANKS`] ranks: where ranks share cores every hop of a
+    /// tree waits for a process to be scheduled, and on few ranks the
+    /// root's extra messages cost less than the tree's hops. Only what every
+    /// member knows alike decides (not whether its own host is
+    /// oversubscribed), or members would run different machines.
     fn flat_reduce_suits(&self, size: u32, len: usize) -> bool {
         self.settings.algos.reduce_auto
             && size > 2
             && len <= FLAT_REDUCE_MAX
-            && (self.settings.oversubscribed || size <= FLAT_REDUCE_RANKS)
+            && size <= FLAT_REDUCE_RANKS
     }
 
     /// Small allreduces on one node go through the barrier device's data

@@ -661,32 +661,29 @@ impl Engine {
         let w = device
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
+        // Every part folded where it lies, in the canonical grouping,
+        // straight into the caller's buffer; the parts listed on the stack
+        // for the usual sizes.
+        let mut stack: [&[u8]; STACK_PARTS] = [&[]; STACK_PARTS];
+        let mut heap = Vec::new();
+        let parts: &mut [&[u8]] = if members.len() <= STACK_PARTS {
+            &mut stack[..members.len()]
+        } else {
+            heap.resize(members.len(), &[][..]);
+            &mut heap
+        };
+        for (p, &i) in parts.iter_mut().zip(members) {
+            *p = w.data(i, gen, r.len);
+        }
         let op_err =
             |e: lanai_coll::OpError| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string());
-        // The usual case folds every part where it lies straight into the
-        // caller's buffer, with the same grouping as below.
-        if r.out.is_contiguous() && r.out.len() == r.len && members.len() <= STACK_PARTS {
-            let mut parts: [&[u8]; STACK_PARTS] = [&[]; STACK_PARTS];
-            for (p, &i) in parts.iter_mut().zip(members) {
-                *p = w.data(i, gen, r.len);
-            }
-            lanai_coll::fold_into(
-                &parts[..members.len()],
-                r.out.as_mut_slice(),
-                &r.op,
-                &mut buf,
-            )
-            .map_err(op_err)?;
-            return Ok(buf);
+        if r.out.is_contiguous() && r.out.len() == r.len {
+            lanai_coll::fold_into(parts, r.out.as_mut_slice(), &r.op, &mut buf).map_err(op_err)?;
+        } else {
+            let mut res = vec![0; r.len];
+            lanai_coll::fold_into(parts, &mut res, &r.op, &mut buf).map_err(op_err)?;
+            r.out.write(&res);
         }
-        // One buffer for every contribution, in communicator-rank order;
-        // each part is written before it is read, so it is not cleared.
-        buf.resize(r.len * members.len(), 0);
-        for (&i, part) in members.iter().zip(buf.chunks_exact_mut(r.len)) {
-            w.get_data(i, gen, part);
-        }
-        let res = lanai_coll::fold_in_place(&mut buf, r.len, &r.op).map_err(op_err)?;
-        r.out.write(res);
         Ok(buf)
     }
 

@@ -272,21 +272,8 @@ impl Channel<'_> {
         };
     }
 
-    /// Reads input `i`'s contribution to generation `gen` (after seeing its
-    /// input reach `gen`, whose acquire load orders this read).
-    pub fn get_data(&self, i: usize, gen: u32, out: &mut [u8]) {
-        let off = self.slot(i, gen, out.len());
-        assert!(out.len() <= DATA_MAX && off + out.len() <= self.seg.len());
-        // SAFETY: inside the mapping (checked); its writer finished before
-        // publishing its input, and will not write it again before this
-        // rank has arrived at the next generation.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.seg.base().add(off), out.as_mut_ptr(), out.len())
-        };
-    }
-
-    /// Input `i`'s contribution to generation `gen`, where it lies (after
-    /// seeing its input reach `gen`, as for [`Channel::get_data`]).
+    /// Input `i`'s contribution to generation `gen`, where it lies. Read
+    /// it after seeing its input reach `gen`, whose acquire load orders it.
     pub fn data(&self, i: usize, gen: u32, len: usize) -> &[u8] {
         let off = self.slot(i, gen, len);
         assert!(len <= DATA_MAX && off + len <= self.seg.len());
@@ -527,8 +514,7 @@ mod tests {
             x.set_input(1, 7);
             for gen in [6u32, 7] {
                 for i in 0..3 {
-                    let mut got = vec![0u8; len];
-                    x.get_data(i, gen, &mut got);
+                    let got = x.data(i, gen, len);
                     assert!(
                         got.iter().all(|&b| b == (i as u8) * 16 + gen as u8),
                         "len {len}"
@@ -537,9 +523,7 @@ mod tests {
             }
             // The data never clobbers the input word or another channel.
             assert_eq!(x.input(1), 7);
-            let mut other = vec![1u8; len];
-            y.get_data(0, 6, &mut other);
-            assert!(other.iter().all(|&b| b == 0));
+            assert!(y.data(0, 6, len).iter().all(|&b| b == 0));
         }
     }
 
@@ -567,9 +551,7 @@ mod tests {
         }
         // Mailboxes never touch the barrier's inputs or data slots.
         assert!((0..3).all(|i| x.input(i) == 0));
-        let mut other = vec![1u8; DATA_MAX];
-        x.get_data(2, 1, &mut other);
-        assert!(other.iter().all(|&b| b == 0));
+        assert!(x.data(2, 1, DATA_MAX).iter().all(|&b| b == 0));
         // A channel given to a new owner starts with every slot free at 0.
         let ch = d.claim(9).unwrap();
         d.release(ch);

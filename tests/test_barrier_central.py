@@ -61,6 +61,29 @@ def test_channel_exhaustion_falls_back(lanai_exe, nranks, nodes):
     assert_clean(r)
 
 
+TCP_MSGS = re.compile(r"^lanai: stats rank (\d+): tcp connections \d+ msgs (\d+)", re.M)
+
+
+@pytest.mark.parametrize("cores,software", [("64", True), ("1", False)])
+def test_auto_across_nodes_follows_cores(lanai_exe, cores, software):
+    """LANAI_BARRIER=auto across nodes: with a core per rank, the software
+    barrier's rounds (every rank talks across nodes); with ranks sharing
+    cores, the device and the tree of leaders (only leaders talk across)."""
+    n = 400
+    env = {"LANAI_CORES": cores, "LANAI_STATS": "1", "LANAI_SPIN": "50", "LANAI_OFFLOAD": "none"}
+    r = run_job(lanairun_argv(lanai_exe, 4, 2, ["many", str(n)]), lanai_exe, env)
+    assert_passed(r, NAME)
+    msgs = {int(rank): int(m) for rank, m in TCP_MSGS.findall(r.output)}
+    assert sorted(msgs) == [0, 1, 2, 3], r.tail()
+    # Ranks 1 and 3 follow their node's leader (ranks 0 and 2).
+    for follower in (1, 3):
+        if software:
+            assert msgs[follower] >= n, f"rank {follower}: {msgs}\n" + r.tail()
+        else:
+            assert msgs[follower] < n // 4, f"rank {follower}: {msgs}\n" + r.tail()
+    assert_clean(r)
+
+
 def test_device_disabled(lanai_exe):
     r = run_job(
         lanairun_argv(lanai_exe, 4, 1, ["all"]), lanai_exe, {"LANAI_BARRIER_CHANNELS": "0"}

@@ -13,6 +13,7 @@ The runs also check, from LANAI_STATS, that the staged path was taken on
 one node, and not across nodes or when LANAI_REDUCE forces messages.
 """
 
+import re
 
 import pytest
 
@@ -67,6 +68,26 @@ def test_tree_reduces_give_the_same_results(lanai_exe, nranks, nodes):
         counts = harness.rank_stats(r.output, field)
         assert sorted(counts) == list(range(nranks)), r.tail()
         assert all(n == 0 for n in counts.values()), r.tail()
+
+
+STATS_ENGINE = re.compile(r"^lanai: stats engine node \d+: descriptors (\d+)", re.M)
+
+
+def test_auto_offload_keeps_flat_reduces_on_the_host(lanai_exe):
+    """LANAI_OFFLOAD=auto with a core per rank and engine: a blocking reduce
+    that the host sends flat stays on the host (its non-roots return at
+    once either way, and the engine's hops only add latency); the others,
+    nonblocking or larger, go to the engines. Results as checked above."""
+    nranks, nodes = 4, 2
+    env = {"LANAI_STATS": "1", "LANAI_OFFLOAD": "auto", "LANAI_CORES": "64", "LANAI_SPIN": "50"}
+    r = run_job(lanairun_argv(lanai_exe, nranks, nodes), lanai_exe, env)
+    assert_passed(r, PROG)
+    assert_clean(r)
+    flat = harness.rank_stats(r.output, "flat reduces")
+    assert sorted(flat) == list(range(nranks)), r.tail()
+    assert all(n > 0 for n in flat.values()), r.tail()
+    descriptors = [int(d) for d in STATS_ENGINE.findall(r.output)]
+    assert len(descriptors) == nodes and all(d > 0 for d in descriptors), r.tail()
 
 
 def test_mpich_build_on_lanai_under_hydra(mpich_exe):

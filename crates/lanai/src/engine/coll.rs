@@ -393,7 +393,9 @@ pub(super) fn coll_err(e: CollError) -> MpiError {
 /// How barriers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BarrierChoice {
-    /// The device when the communicator gets a channel, else dissemination.
+    /// The device when the communicator gets a channel, unless it spans
+    /// nodes whose ranks each have a core; else the software barrier with
+    /// the fewest rounds (`Algorithms::software_barrier`).
     Auto,
     /// The device; dissemination when no channel is free.
     Central,
@@ -479,10 +481,14 @@ impl Algorithms {
             && matches!(self.barrier, BarrierChoice::Auto | BarrierChoice::Central)
     }
 
-    /// The software barrier: the one asked for, else dissemination.
-    pub fn software_barrier(&self) -> BarrierAlgo {
+    /// The software barrier on `size` ranks: the one asked for, else the
+    /// fewest rounds: pairwise exchange on a power of two (log2 P rounds,
+    /// and with ranks placed in blocks its first rounds stay on a node),
+    /// dissemination otherwise (pairwise needs two more rounds to fold).
+    pub fn software_barrier(&self, size: u32) -> BarrierAlgo {
         match self.barrier {
             BarrierChoice::Software(a) => a,
+            _ if size.is_power_of_two() => BarrierAlgo::PairwiseExchange,
             _ => BarrierAlgo::Dissemination,
         }
     }
@@ -654,7 +660,7 @@ impl Engine {
             return Ok(req);
         }
         let (rank, size) = self.rank_size(comm)?;
-        let algo = self.settings.algos.software_barrier();
+        let algo = self.settings.algos.software_barrier(size);
         let m = lanai_coll::barrier(rank, size, algo).map_err(coll_err)?;
         self.start_coll(comm, m, None)
     }
@@ -717,9 +723,7 @@ impl Engine {
                 root,
                 op: &op,
             };
-            // A non-root's blocking reduce returns once its data is handed
-            // over either way, so the flag does not matter here.
-            if let Some(req) = self.try_offload(comm, offered, false)? {
+            if let Some(req) = self.try_offload(comm, offered, blocking)? {
                 return Ok(req);
             }
         }
@@ -747,7 +751,7 @@ impl Engine {
     /// root's extra messages cost less than the tree's hops. Only what every
     /// member knows alike decides (not whether its own host is
     /// oversubscribed), or members would run different machines.
-    fn flat_reduce_suits(&self, size: u32, len: usize) -> bool {
+    pub(super) fn flat_reduce_suits(&self, size: u32, len: usize) -> bool {
         self.settings.algos.reduce_auto
             && size > 2
             && len <= FLAT_REDUCE_MAX

@@ -37,9 +37,9 @@ pub struct OffloadSet {
     pub bcast: bool,
     pub reduce: bool,
     pub allreduce: bool,
-    /// `auto`: only nonblocking collectives and reductions (blocking or
-    /// not), only on communicators that span nodes, and only when every
-    /// node has a core for its engine (see `auto_fits`).
+    /// `auto`: only nonblocking collectives and blocking reduces that the
+    /// host would run as a tree, only on communicators that span nodes,
+    /// and only when every node has a core for its engine (`auto_fits`).
     pub auto: bool,
 }
 
@@ -470,7 +470,14 @@ impl Engine {
             return Ok(None);
         }
         if o.set.auto {
-            if blocking && !matches!(what, Offered::Reduce { .. }) {
+            // Blocking, only a reduce whose host path makes non-roots wait
+            // for their subtrees: a flat one returns at once anyway, and
+            // the engine's hops only add latency (docs/decisions.md).
+            let skew_bound = match what {
+                Offered::Reduce { data, .. } => !self.flat_reduce_suits(cm.size, data.len()),
+                _ => false,
+            };
+            if blocking && !skew_bound {
                 return Ok(None);
             }
             // Within one node the shared-memory paths need no help.
@@ -496,7 +503,7 @@ impl Engine {
                         k: algos.barrier_tree_k,
                     }
                 } else {
-                    Work::Barrier(algos.software_barrier())
+                    Work::Barrier(algos.software_barrier(size))
                 },
                 Vec::new(),
                 0,

@@ -81,7 +81,7 @@ impl Engine {
     pub fn inter_ibarrier(&mut self, comm: usize) -> MpiResult<usize> {
         let it = self.inter_begin(comm)?;
         let (map, me) = it.union();
-        let algo = self.settings.algos.software_barrier();
+        let algo = self.settings.algos.software_barrier(map.len() as u32);
         let m = lanai_coll::barrier(me, map.len() as u32, algo).map_err(coll_err)?;
         self.inter_start(&it, Step::last(0, map, me, m))
     }

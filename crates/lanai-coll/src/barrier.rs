@@ -67,7 +67,9 @@ pub fn barrier(
 /// (seed 002's tree of devices), unless dissemination has fewer message
 /// latencies in sequence: `ceil(log2 L)` rounds against the tree's `2 *
 /// depth` hops. Two leaders are the case that matters: one exchange
-/// against an arrival and a release.
+/// against an arrival and a release. `k = 0` asks for the fewest rounds
+/// outright, for leaders with a core each, where the tree's root
+/// handling every leader's message costs more than the rounds.
 pub fn leaders_barrier(
     rank: u32,
     size: u32,
@@ -82,7 +84,7 @@ pub fn leaders_barrier(
 
 /// Whether [`leaders_barrier`] picks the tree for `size` leaders.
 pub fn leaders_use_tree(size: u32, k: u32) -> bool {
-    u32::from(tree::ceil_log2(size)) >= 2 * tree::kary_depth(size, k)
+    k >= 1 && u32::from(tree::ceil_log2(size)) >= 2 * tree::kary_depth(size, k)
 }
 
 /// Decodes a barrier message: header only, no payload.

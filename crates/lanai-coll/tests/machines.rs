@@ -328,6 +328,10 @@ fn leaders_pick_by_message_latencies_in_sequence() {
         (8, 16, true),
         (8, 2, false),
         (16, 4, true),
+        // k = 0: the fewest rounds whatever the shape.
+        (1, 0, false),
+        (4, 0, false),
+        (8, 0, false),
     ] {
         assert_eq!(lanai_coll::leaders_use_tree(l, k), tree, "L={l} k={k}");
         for r in 0..l {

@@ -500,7 +500,10 @@ impl Engine {
                 // The engine is the node's device unless software is asked for.
                 if algos.barrier_wants_central() {
                     Work::DeviceBarrier {
-                        k: algos.barrier_tree_k,
+                        // Under `auto` engines run only where every node
+                        // gives each rank and engine a core, and there
+                        // rounds beat the tree, as for the host's leaders.
+                        k: if o.set.auto { 0 } else { algos.barrier_tree_k },
                     }
                 } else {
                     Work::Barrier(algos.software_barrier(size))

@@ -298,9 +298,9 @@ fn calls_for(size: usize, rng: &mut XorShift) -> Vec<Call> {
             len: 0,
         });
     }
-    // The engine as the node's device, in a chain, a binary tree and one
-    // central engine.
-    for k in [1, 2, 16] {
+    // The engine as the node's device, in a chain, a binary tree, one
+    // central engine, and rounds among the engines (k = 0).
+    for k in [1, 2, 16, 0] {
         calls.push(Call {
             work: Work::DeviceBarrier { k },
             inputs: vec![Vec::new(); size],

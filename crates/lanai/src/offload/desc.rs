@@ -17,7 +17,8 @@ pub enum Work {
     Unregister,
     Barrier(BarrierAlgo),
     /// A barrier through the node's device: the engine waits for every
-    /// local member, then runs the tree of engines with fan-out `k`.
+    /// local member, then runs the tree of engines with fan-out `k`
+    /// (`lanai_coll::leaders_barrier`; 0: the fewest rounds).
     DeviceBarrier {
         k: u32,
     },
@@ -190,7 +191,7 @@ impl Desc {
                 op: op()?,
                 algo: pick(&ALLREDUCE_ALGOS, b[1], "allreduce algorithm")?,
             },
-            7 if fan >= 1 => Work::DeviceBarrier { k: fan },
+            7 => Work::DeviceBarrier { k: fan },
             k => return Err(DescError(format!("unknown kind {k}"))),
         };
         if !matches!(work, Work::Register | Work::Unregister) && (size == 0 || rank >= size) {
@@ -242,6 +243,7 @@ mod tests {
             Work::Unregister,
             Work::Barrier(BarrierAlgo::PairwiseExchange),
             Work::DeviceBarrier { k: 3 },
+            Work::DeviceBarrier { k: 0 },
             Work::Bcast {
                 root: 4,
                 algo: BcastAlgo::ScatterAllgather,

@@ -1,6 +1,7 @@
 /* Prints a digest of float allreduce results whose bits depend on the
- * combine order (magnitudes far apart), for sizes up to 64 doubles, also
- * nonblocking and on a split communicator. pytest runs it under several
+ * combine order (magnitudes far apart), for sizes up to 64 doubles and
+ * then up to 64 KiB (where a crowded node reduces to rank 0 and
+ * broadcasts), in place too, also nonblocking and on a split communicator. pytest runs it under several
  * LANAI_ALLREDUCE algorithms (the shared-memory device path included) and
  * requires the same digest: reductions are bitwise reproducible whatever
  * the algorithm. Every rank checks it got the same bits as rank 0. */
@@ -14,19 +15,27 @@ static unsigned long long digest_of(const double *v, int n, unsigned long long h
     return h;
 }
 
+#define MAXN 8192 /* 64 KiB of doubles */
+
 static unsigned long long run(MPI_Comm comm, int nonblocking, unsigned long long h)
 {
     static const double mags[5] = {1e16, 1.0, -1e16, 3.25, 1e-3};
-    int rank, n, i;
-    double in[64], out[64], root0[64];
+    static const int sizes[] = {1, 3, 7, 15, 31, 63, 100, 1000, 4100, MAXN};
+    static double in[MAXN], out[MAXN], root0[MAXN];
+    int rank, n, i, k;
     MPI_Comm_rank(comm, &rank);
-    for (n = 1; n <= 64; n = n * 2 + 1) {
+    for (k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); k++) {
+        n = sizes[k];
         for (i = 0; i < n; i++)
             in[i] = mags[(rank + i) % 5] * (1.0 + rank * 1e-9 + i * 1e-12);
         if (nonblocking) {
             MPI_Request r;
             MPI_OK(MPI_Iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, comm, &r));
             MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        } else if (k % 2) {
+            for (i = 0; i < n; i++)
+                out[i] = in[i];
+            MPI_OK(MPI_Allreduce(MPI_IN_PLACE, out, n, MPI_DOUBLE, MPI_SUM, comm));
         } else {
             MPI_OK(MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, comm));
         }

@@ -97,6 +97,9 @@ pub struct Setup {
     /// The stamp of this rank's last staged reduce in each staging slot
     /// (`shm::stage`), which the next one there waits for.
     pub(super) staged_last: [u32; crate::shm::stage::SLOTS],
+    /// Every member's host has more ranks (and engines) than cores, as
+    /// agreed with the channel, so every member may choose by it alike.
+    pub(super) crowded: bool,
 }
 
 impl Setup {
@@ -215,6 +218,14 @@ const SPIN_IN_PLACE: u32 = 1000;
 /// Members whose device contributions are listed on the stack when folded.
 const STACK_PARTS: usize = 16;
 
+/// `Engine::allreduce_through_root`: from this many ranks for any length
+/// above the device's data slots, and from `THROUGH_ROOT_RANKS` for
+/// `THROUGH_ROOT_MIN` bytes and more (at 4 ranks on 2 cores the two paths
+/// were even up to 16 KiB, measured with reduce-then-bcast loops).
+const THROUGH_ROOT_ANY_LEN_RANKS: u32 = 8;
+const THROUGH_ROOT_RANKS: u32 = 4;
+const THROUGH_ROOT_MIN: usize = 32 << 10;
+
 impl Engine {
     /// Whether barriers on a communicator of `size` ranks should try the device.
     pub(super) fn central_wanted(&self, size: u32) -> bool {
@@ -256,7 +267,7 @@ impl Engine {
         let m = lanai_coll::allreduce(
             cm.rank,
             cm.size,
-            vec![u8::from(vote)],
+            vec![u8::from(vote), u8::from(self.settings.oversubscribed)],
             band,
             self.settings.algos.allreduce,
         )
@@ -290,17 +301,15 @@ impl Engine {
         let slot = slot.clone();
         let filled = |s: &Slot| s.lock().map(|g| g.is_some()).unwrap_or(true);
         self.wait_until(|_| filled(&slot))?;
-        let all = slot
-            .lock()
-            .ok()
-            .and_then(|mut g| g.take())
-            .is_some_and(|v| v == [1]);
+        let votes = slot.lock().ok().and_then(|mut g| g.take());
+        let all = votes.as_ref().is_some_and(|v| v.first() == Some(&1));
+        let crowded = votes.as_ref().is_some_and(|v| v.get(1) == Some(&1));
         let cm = self.comms.get_mut(comm)?;
         let Central::Negotiating { setup, .. } = std::mem::take(&mut cm.central) else {
             return Ok(());
         };
         let (state, give_back) = match setup {
-            Some(s) if all => (Central::Active(s), None),
+            Some(s) if all => (Central::Active(Setup { crowded, ..s }), None),
             other => (Central::Declined, other.and_then(|s| s.chan)),
         };
         let declined = matches!(state, Central::Declined);
@@ -380,6 +389,7 @@ impl Engine {
             mail: 0,
             free: FreeSlots::default(),
             staged_last: [0; crate::shm::stage::SLOTS],
+            crowded: false,
         }))
     }
 
@@ -423,6 +433,38 @@ impl Engine {
         };
         self.central_start_with(comm, Some((data, reduce)), may_agree)
             .map(Ok)
+    }
+
+    /// Whether a blocking `MPI_Allreduce` of `len` bytes on `comm` should be
+    /// a reduce to rank 0 through the device's mailboxes or staging slots,
+    /// then a broadcast: on a node whose ranks share cores the root folding
+    /// every contribution where it lies beats the exchanges of recursive
+    /// doubling or Rabenseifner, each of which waits for a peer to be
+    /// scheduled (64 KiB: 27 against 38 us at 4 ranks on 2 cores, 64 against
+    /// 97 at 8, 178 against 311 at 16). With a core per rank those
+    /// exchanges run in parallel, so only communicators whose members all
+    /// agreed they are crowded take it. The reduce's grouping is the
+    /// binomial tree's, which every allreduce path shares, so the bits stay.
+    pub fn allreduce_through_root(&mut self, comm: usize, len: usize) -> MpiResult<bool> {
+        let algos = self.settings.algos;
+        if algos.allreduce != lanai_coll::AllreduceAlgo::Auto
+            || !algos.reduce_auto
+            || self.offload.is_some()
+            || len <= DATA_MAX
+            || len > crate::shm::stage::STAGE_MAX
+        {
+            return Ok(false);
+        }
+        let size = self.comms.get(comm)?.size;
+        if size < THROUGH_ROOT_RANKS
+            || (size < THROUGH_ROOT_ANY_LEN_RANKS && len < THROUGH_ROOT_MIN)
+        {
+            return Ok(false);
+        }
+        if !self.device_ready(comm, len, crate::shm::stage::STAGE_MAX, true)? {
+            return Ok(false);
+        }
+        Ok(matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded))
     }
 
     /// Whether a reduction of `len` bytes, at most `max`, on `comm` may use

@@ -445,13 +445,16 @@ impl Engine {
     /// exchanges run in parallel, so only communicators whose members all
     /// agreed they are crowded take it. The reduce's grouping is the
     /// binomial tree's, which every allreduce path shares, so the bits stay.
+    #[inline]
     pub fn allreduce_through_root(&mut self, comm: usize, len: usize) -> MpiResult<bool> {
-        let algos = self.settings.algos;
+        // Small ones, the latency-bound case, leave at the first test.
+        if len <= DATA_MAX || len > crate::shm::stage::STAGE_MAX {
+            return Ok(false);
+        }
+        let algos = &self.settings.algos;
         if algos.allreduce != lanai_coll::AllreduceAlgo::Auto
             || !algos.reduce_auto
             || self.offload.is_some()
-            || len <= DATA_MAX
-            || len > crate::shm::stage::STAGE_MAX
         {
             return Ok(false);
         }

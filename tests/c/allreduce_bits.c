@@ -1,10 +1,11 @@
 /* Prints a digest of float allreduce results whose bits depend on the
  * combine order (magnitudes far apart), for sizes up to 64 doubles and
  * then up to 64 KiB (where a crowded node reduces to rank 0 and
- * broadcasts), in place too, also nonblocking and on a split communicator. pytest runs it under several
- * LANAI_ALLREDUCE algorithms (the shared-memory device path included) and
- * requires the same digest: reductions are bitwise reproducible whatever
- * the algorithm. Every rank checks it got the same bits as rank 0. */
+ * broadcasts), in place too, also nonblocking and on a split
+ * communicator. pytest runs it under several LANAI_ALLREDUCE algorithms
+ * (the shared-memory device path included) and requires the same digest:
+ * reductions are bitwise reproducible whatever the algorithm. Every rank
+ * checks it got the same bits as rank 0. */
 #include "lt.h"
 
 static unsigned long long digest_of(const double *v, int n, unsigned long long h)

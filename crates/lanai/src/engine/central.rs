@@ -440,8 +440,9 @@ impl Engine {
     /// then a broadcast: on a node whose ranks share cores the root folding
     /// every contribution where it lies beats the exchanges of recursive
     /// doubling or Rabenseifner, each of which waits for a peer to be
-    /// scheduled (64 KiB: 27 against 38 us at 4 ranks on 2 cores, 64 against
-    /// 97 at 8, 178 against 311 at 16). With a core per rank those
+    /// scheduled (64 KiB on 2 cores: 45-48 against 53-57 us at 4 ranks,
+    /// 86-91 against 117-124 at 8, 216-226 against 349-390 at 16). With a
+    /// core per rank those
     /// exchanges run in parallel, so only communicators whose members all
     /// agreed they are crowded take it. The reduce's grouping is the
     /// binomial tree's, which every allreduce path shares, so the bits stay.

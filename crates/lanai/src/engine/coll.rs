@@ -397,7 +397,8 @@ pub enum BarrierChoice {
     /// nodes whose ranks each have a core; else the software barrier with
     /// the fewest rounds (`Algorithms::software_barrier`).
     Auto,
-    /// The device; dissemination when no channel is free.
+    /// The device; the software barrier with the fewest rounds when no
+    /// channel is free.
     Central,
     Software(BarrierAlgo),
 }

@@ -62,6 +62,22 @@ def test_large_collectives_by_reference(lanai_exe, nranks, nodes):
         assert passed == 0, r.tail()
 
 
+def test_answers_over_tcp_come_in_batches(lanai_exe):
+    # Over TCP a message above the eager limit goes whole and its receiver
+    # owes the sender a USED answer (engine/used_batch.rs); answers go
+    # several to a message, so there are fewer answers than messages
+    # answered. The 64 KiB messages batch; the 256 KiB ones go one each.
+    r = run_job(lanairun_argv(lanai_exe, 2, 2), lanai_exe, {"LANAI_STATS": "1"})
+    assert_passed(r, PROG)
+    assert_clean(r)
+    found = re.findall(r"stats rank \d+:.*used answers (\d+) for (\d+)", r.output)
+    assert len(found) == 2, r.tail()
+    sent = sum(int(a) for a, _ in found)
+    answered = sum(int(m) for _, m in found)
+    assert answered > 0, r.tail()
+    assert sent < answered, r.tail()
+
+
 def test_single_copy_off_sends_inline(lanai_exe):
     r = run_job(lanairun_argv(lanai_exe, 3, 1), lanai_exe,
                 {"LANAI_STATS": "1", "LANAI_SINGLE_COPY": "off"})

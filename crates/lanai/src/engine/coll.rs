@@ -602,8 +602,13 @@ impl Engine {
                     "collective protocol error: {e}"
                 )));
             }
-            // Done, unless it must wait for its references to be read.
-            if inst.machine.is_done() && !self.st.colls.refs.holds(inst.ctx, inst.seq) {
+            // Done, unless it waits past the lending bound for its large
+            // messages to be used: then it asks for their answers.
+            if inst.machine.is_done() && self.st.colls.refs.holds(inst.ctx, inst.seq) {
+                let (ctx, seq) = (inst.ctx, inst.seq);
+                self.ask_used(ctx, seq)?;
+                i += 1;
+            } else if inst.machine.is_done() {
                 let mut inst = self.st.colls.active.swap_remove(i);
                 if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {
                     out.deliver(&res);

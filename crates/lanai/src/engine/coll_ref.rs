@@ -35,6 +35,7 @@ use super::coll::{Early, Msg};
 use super::delivery::{Followup, State};
 use super::error::MpiResult;
 use super::net::Route;
+use super::used_batch::{self, UsedBatches};
 use super::Engine;
 use crate::shm::cma;
 use lanai_coll::{Head, Outgoing};
@@ -51,6 +52,8 @@ use std::collections::VecDeque;
 pub const BY_REF: u8 = 1;
 /// `Kind::Coll` flag, receiver to sender: message `cookie` (a reference,
 /// or a message sent whole with [`ACK`]) is used, so its sender forgets it.
+/// An answer to messages sent whole may name more: their cookies follow
+/// in the payload, 8 little-endian bytes each (`used_batch.rs`).
 pub const USED: u8 = 2;
 /// `Kind::Coll` flag, receiver to sender: reference `cookie` could not be
 /// read; send its data inline.
@@ -58,8 +61,13 @@ pub const REF_STREAM: u8 = 4;
 /// `Kind::Coll` flag, sender to receiver: the data of reference `cookie`.
 pub const REF_DATA: u8 = 8;
 /// `Kind::Coll` flag, sender to receiver, on a large message sent whole
-/// over the network: answer [`USED`] with `cookie` once its instance has it.
+/// over the network: answer [`USED`] with `cookie` once its instance has
+/// it (in a batch, see `used_batch.rs`).
 pub const ACK: u8 = 16;
+/// `Kind::Coll` flag, sender to receiver: an instance of ours is past the
+/// lending bound and waits for answers; send what you owe us now, and
+/// the next answer as soon as it is owed.
+pub const ASK: u8 = 32;
 
 /// A large message a peer has not used yet.
 #[derive(Debug)]
@@ -75,6 +83,8 @@ struct Lent {
     /// A reference's body, which the peer reads from here; `None` for a
     /// message sent whole, which the peer keeps.
     out: Option<Outgoing>,
+    /// We sent [`ASK`] for it and have had no answer from `to` since.
+    asked: bool,
 }
 
 /// A message from a sender whose earlier reference is being streamed.
@@ -106,6 +116,8 @@ pub struct CollRefs {
     inline_only: bool,
     /// A read the kernel refused, for the engine to act on.
     pub refused: Option<nix::Error>,
+    /// Answers we owe senders of messages sent whole.
+    pub owed: UsedBatches,
     /// For `LANAI_STATS`: references we passed, and peers' references we
     /// read or could not read.
     pub passed: u64,
@@ -153,6 +165,21 @@ impl CollRefs {
         self.lent_bytes -= p.bytes;
         Some(p)
     }
+
+    /// Receivers to [`ASK`] for instance (`ctx`, `seq`), which `holds`:
+    /// those of its messages sent whole not asked for yet. Marks them.
+    pub fn receivers_to_ask(&mut self, ctx: u32, seq: u32) -> Vec<u32> {
+        let mut to = Vec::new();
+        for p in &mut self.lent {
+            if p.out.is_none() && !p.asked && p.env.ctx == ctx && p.env.tag == seq as i32 {
+                p.asked = true;
+                if !to.contains(&p.to) {
+                    to.push(p.to);
+                }
+            }
+        }
+        to
+    }
 }
 
 fn control(flags: u8, cookie: u64) -> Envelope {
@@ -163,8 +190,25 @@ impl State {
     /// A collective message, or an answer about one of our references.
     pub fn deliver_coll(&mut self, env: Envelope, from: u32, msg: Msg<'_>) {
         if env.flags & USED != 0 {
-            self.colls.refs.take(env.cookie);
+            let rest = match &msg {
+                Msg::Whole(b) => &b[..],
+                Msg::Parts(..) => &[],
+            };
+            let refs = &mut self.colls.refs;
+            for c in used_batch::decode(env.cookie, rest) {
+                refs.take(c);
+            }
+            // Whatever `from` still has of ours may be asked for again.
+            for p in refs.lent.iter_mut().filter(|p| p.to == from) {
+                p.asked = false;
+            }
             self.colls.touch();
+            return;
+        }
+        if env.flags & ASK != 0 {
+            if self.colls.refs.owed.asked(from) {
+                self.followups.push(Followup::SendUsed { to: from });
+            }
             return;
         }
         if env.flags & REF_STREAM != 0 {
@@ -202,14 +246,17 @@ impl State {
     }
 
     /// Hands a message to its instance, or keeps it for the instance to
-    /// start; answers [`USED`] once the instance has it, when asked to.
+    /// start; owes [`USED`] once the instance has it, when asked to.
     fn use_msg(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) {
-        if self.colls.deliver(env, from, msg) && env.flags & ACK != 0 {
-            self.followups.push(Followup::RefAnswer {
-                to: from,
-                flags: USED,
-                cookie: env.cookie,
-            });
+        if self.colls.deliver(env, from, msg)
+            && env.flags & ACK != 0
+            && self
+                .colls
+                .refs
+                .owed
+                .used(from, env.cookie, env.len as usize)
+        {
+            self.followups.push(Followup::SendUsed { to: from });
         }
     }
 
@@ -382,6 +429,7 @@ impl Engine {
                 env,
                 bytes: whole.len(),
                 out: None,
+                asked: false,
             });
             let e = Envelope {
                 flags: env.flags | ACK,
@@ -407,6 +455,7 @@ impl Engine {
             env,
             bytes: out.body.len(),
             out: Some(out),
+            asked: false,
         });
         self.net_send(to, &r, &payload)
     }
@@ -435,6 +484,25 @@ impl Engine {
 
     pub(super) fn ref_answer(&mut self, to: u32, flags: u8, cookie: u64) -> MpiResult<()> {
         self.net_send(to, &control(flags, cookie), &[])
+    }
+
+    /// Sends world rank `to` the [`USED`] answers we owe it, if any.
+    pub(super) fn send_used(&mut self, to: u32) -> MpiResult<()> {
+        let cookies = self.st.colls.refs.owed.take(to);
+        let Some(&first) = cookies.first() else {
+            return Ok(());
+        };
+        let rest = used_batch::encode_rest(&cookies);
+        self.net_send(to, &control(USED, first), &rest)
+    }
+
+    /// Instance (`ctx`, `seq`) waits past the lending bound: asks the
+    /// receivers of its messages sent whole for their answers.
+    pub(super) fn ask_used(&mut self, ctx: u32, seq: u32) -> MpiResult<()> {
+        for to in self.st.colls.refs.receivers_to_ask(ctx, seq) {
+            self.net_send(to, &control(ASK, 0), &[])?;
+        }
+        Ok(())
     }
 }
 
@@ -594,6 +662,7 @@ mod tests {
             env: coll(0, 2, 0, 0, 4),
             bytes: 4,
             out: Some(Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4])),
+            asked: false,
         });
         assert_eq!(st.colls.refs.lent_bytes, 4);
         st.deliver_coll(control(REF_STREAM, 3), 1, whole(&[]));
@@ -606,27 +675,69 @@ mod tests {
         assert_eq!(st.colls.refs.lent_bytes, 0);
     }
 
-    /// A message sent whole with `ACK` is answered `USED` once its
-    /// instance has it, not when it is kept for an instance not started.
+    fn sends_used(st: &State) -> Vec<u32> {
+        st.followups
+            .iter()
+            .filter_map(|f| match f {
+                Followup::SendUsed { to } => Some(*to),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A message sent whole with `ACK` is owed `USED` once its instance
+    /// has it, not while it is kept for an instance not started; answers
+    /// go out a batch at a time.
     #[test]
-    fn a_whole_message_asking_for_an_answer_gets_it_when_used() {
+    fn a_whole_message_asking_for_an_answer_is_owed_it_when_used() {
         // Rank 0 of a 2-rank bcast of one byte from rank 1: it takes one
         // message, [BCAST, step 0, the byte].
         let bcast = || Box::new(lanai_coll::Bcast::new(0, 2, 1, vec![0]).unwrap());
         let mut st = State::default();
         st.deliver_coll(coll(1, 5, ACK, 41, 3), 4, whole(&[3, 0, 42]));
-        assert!(answers(&st).is_empty(), "kept for an instance not started");
         st.colls.activate(9, 5, bcast());
+        assert!(st.colls.refs.owed.take(4).is_empty(), "kept, not used");
         let early = st.colls.take_early(9, 5);
         st.redeliver(early);
-        assert_eq!(answers(&st), vec![(4, USED, 41)]);
-        // Straight to a running instance: answered at once; without ACK, not.
+        // Straight to a running instance: owed at once; without ACK, not.
         st.colls.activate(9, 6, bcast());
         st.deliver_coll(coll(1, 6, ACK, 42, 3), 4, whole(&[3, 0, 42]));
         st.colls.activate(9, 7, bcast());
         st.deliver_coll(coll(1, 7, 0, 0, 3), 4, whole(&[3, 0, 42]));
-        assert_eq!(answers(&st), vec![(4, USED, 41), (4, USED, 42)]);
+        assert!(sends_used(&st).is_empty(), "a batch is not full yet");
         assert!(st.colls.early(9, 5).is_empty() && st.colls.early(9, 7).is_empty());
+        // Asked, the sender gets what it is owed now.
+        st.deliver_coll(control(ASK, 0), 4, whole(&[]));
+        assert_eq!(sends_used(&st), vec![4]);
+        assert_eq!(st.colls.refs.owed.take(4), vec![41, 42]);
+    }
+
+    /// A sender past the bound asks each receiver once per answer, and an
+    /// answer naming several messages frees them all.
+    #[test]
+    fn a_held_instance_asks_once_and_batched_answers_free_it() {
+        let mut st = State::default();
+        let env = |seq| coll(0, seq, 0, 0, 1);
+        for (cookie, to, seq) in [(1, 3, 2), (2, 5, 2), (3, 3, 2), (4, 3, 7)] {
+            st.colls.refs.lend(Lent {
+                cookie,
+                to,
+                env: env(seq),
+                bytes: LENT_MAX / 2,
+                out: None,
+                asked: false,
+            });
+        }
+        assert!(st.colls.refs.holds(9, 2));
+        assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3, 5]);
+        assert!(st.colls.refs.receivers_to_ask(9, 2).is_empty(), "asked already");
+        // Rank 3 answers one of its two: it may be asked again.
+        st.deliver_coll(control(USED, 1), 3, whole(&[]));
+        assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3]);
+        let rest = used_batch::encode_rest(&[3, 4]);
+        st.deliver_coll(control(USED, 3), 3, Msg::Whole(Cow::Owned(rest)));
+        assert_eq!(st.colls.refs.lent_bytes, LENT_MAX / 2, "rank 5's is left");
+        assert!(!st.colls.refs.holds(9, 2));
     }
 
     /// An instance whose references are unread completes while the bodies
@@ -640,6 +751,7 @@ mod tests {
             env: coll(0, 2, 0, 0, LENT_MAX),
             bytes: LENT_MAX,
             out: None,
+            asked: false,
         });
         assert!(!refs.holds(9, 2), "exactly at the bound");
         refs.lend(Lent {
@@ -648,6 +760,7 @@ mod tests {
             env: coll(0, 3, 0, 0, 1),
             bytes: 1,
             out: Some(Outgoing::new(1, &[7, 0], vec![0])),
+            asked: false,
         });
         assert!(refs.holds(9, 2) && refs.holds(9, 3), "past the bound");
         assert!(!refs.holds(9, 4), "an instance with nothing unread");

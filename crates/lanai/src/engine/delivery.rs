@@ -71,6 +71,10 @@ pub enum Followup {
         flags: u8,
         cookie: u64,
     },
+    /// Send world rank `to` the `USED` answers we owe it (`used_batch.rs`).
+    SendUsed {
+        to: u32,
+    },
     /// A receiver could not read our reference `cookie`: send it inline.
     SendInline {
         cookie: u64,

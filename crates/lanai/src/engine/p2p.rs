@@ -270,6 +270,7 @@ impl Engine {
                 Followup::Fin { to, cookie } => self.send_fin(to, cookie)?,
                 Followup::RefAnswer { to, flags, cookie } => self.ref_answer(to, flags, cookie)?,
                 Followup::SendInline { cookie } => self.send_inline(cookie)?,
+                Followup::SendUsed { to } => self.send_used(to)?,
             }
         }
         Ok(())

@@ -319,18 +319,30 @@ impl TcpTransport {
     /// Never blocks. The first send to a peer starts connecting; messages
     /// wait in FIFO order until the connection is accepted.
     pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> Result<(), TcpError> {
+        self.send_parts(to, env, [payload, &[]])
+    }
+
+    /// As [`send`](Self::send), for a payload in two parts sent one after
+    /// the other (a short head and a large body need not be joined first).
+    pub fn send_parts(
+        &mut self,
+        to: u32,
+        env: &Envelope,
+        parts: [&[u8]; 2],
+    ) -> Result<(), TcpError> {
         self.check_rank(to)?;
-        if payload.len() as u64 > self.max_message {
+        let len = parts[0].len() + parts[1].len();
+        if len as u64 > self.max_message {
             return Err(TcpError::MessageTooLarge {
-                len: payload.len() as u64,
+                len: len as u64,
                 max: self.max_message,
             });
         }
         let link = &self.links[to as usize];
         match link.state() {
             LinkState::Up { conn } => {
-                self.count_sent(payload.len());
-                return self.write_message(conn, to, env, payload);
+                self.count_sent(len);
+                return self.write_message(conn, to, env, parts);
             }
             LinkState::Closed | LinkState::Lost => return Err(self.link_error(to)),
             LinkState::Idle if !self.has_peer_addr(to) => {
@@ -338,15 +350,16 @@ impl TcpTransport {
             }
             _ => {}
         }
-        let mut m = Vec::with_capacity(frame::encoded_len(payload.len(), self.max_frame));
-        frame::encode_message(env, payload, self.max_frame, &mut m);
+        let mut m = Vec::with_capacity(frame::encoded_len(len, self.max_frame));
+        let pieces: Vec<_> = frame::frames(env, len, self.max_frame).collect();
+        append_rest(&pieces, parts, 0, &mut m);
         match self.links[to as usize].send(m) {
             Ok(SendPlan::QueuedStartConnect) => self.start_attempt(to)?,
             Ok(SendPlan::Queued) => {}
             Ok(SendPlan::WriteNow(conn, m)) => self.write_bytes(conn, to, &m)?,
             Err(_) => return Err(self.link_error(to)),
         }
-        self.count_sent(payload.len());
+        self.count_sent(len);
         Ok(())
     }
 
@@ -520,7 +533,7 @@ impl TcpTransport {
         id: ConnId,
         to: u32,
         env: &Envelope,
-        payload: &[u8],
+        payload: [&[u8]; 2],
     ) -> Result<(), TcpError> {
         let max_frame = self.max_frame;
         let Some(idx) = self.slot_of(id) else {
@@ -533,8 +546,11 @@ impl TcpTransport {
                 cause: "connection vanished".into(),
             });
         };
+        let len = payload[0].len() + payload[1].len();
+        pieces.clear();
+        pieces.extend(frame::frames(env, len, max_frame));
         if conn.pending_out() > 0 || conn.write_blocked {
-            frame::encode_message(env, payload, max_frame, &mut conn.out);
+            append_rest(pieces, payload, 0, &mut conn.out);
             if conn.write_blocked {
                 return Ok(());
             }
@@ -543,9 +559,7 @@ impl TcpTransport {
                 Err(e) => Err(self.write_failed(id, to, e)),
             };
         }
-        pieces.clear();
-        pieces.extend(frame::frames(env, payload.len(), max_frame));
-        let total = frame::encoded_len(payload.len(), max_frame);
+        let total = frame::encoded_len(len, max_frame);
         let mut written = 0usize;
         let failure = loop {
             let mut iov = [IoSlice::new(&[]); MAX_IOV];
@@ -1217,17 +1231,27 @@ impl TcpTransport {
     }
 }
 
+/// Bytes `r` of the payload whose parts are `parts`, in up to two slices.
+fn span<'a>(parts: [&'a [u8]; 2], r: &std::ops::Range<usize>) -> [&'a [u8]; 2] {
+    let h = parts[0].len();
+    [
+        &parts[0][r.start.min(h)..r.end.min(h)],
+        &parts[1][r.start.saturating_sub(h)..r.end.saturating_sub(h)],
+    ]
+}
+
 /// Fills `iov` with the message bytes from offset `skip` on; returns how
 /// many entries were used.
 fn gather<'a>(
     pieces: &'a [FramePiece],
-    payload: &'a [u8],
+    payload: [&'a [u8]; 2],
     mut skip: usize,
     iov: &mut [IoSlice<'a>; MAX_IOV],
 ) -> usize {
     let mut n = 0;
     for p in pieces {
-        for part in [p.header.as_slice(), &payload[p.payload.clone()]] {
+        let [a, b] = span(payload, &p.payload);
+        for part in [p.header.as_slice(), a, b] {
             if skip >= part.len() {
                 skip -= part.len();
                 continue;
@@ -1244,9 +1268,10 @@ fn gather<'a>(
 }
 
 /// Appends the message bytes from offset `skip` on to `out`.
-fn append_rest(pieces: &[FramePiece], payload: &[u8], mut skip: usize, out: &mut Vec<u8>) {
+fn append_rest(pieces: &[FramePiece], payload: [&[u8]; 2], mut skip: usize, out: &mut Vec<u8>) {
     for p in pieces {
-        for part in [p.header.as_slice(), &payload[p.payload.clone()]] {
+        let [a, b] = span(payload, &p.payload);
+        for part in [p.header.as_slice(), a, b] {
             if skip >= part.len() {
                 skip -= part.len();
                 continue;

@@ -157,6 +157,36 @@ fn sizes_from_zero_to_16_mib_arrive_intact_and_in_order() {
     });
 }
 
+/// A payload sent in two parts arrives joined, wherever the split falls
+/// against the frames: queued before the connection is up, written
+/// straight, and queued behind a socket that is full.
+#[test]
+fn two_part_payloads_arrive_joined() {
+    with_timeout(120, || {
+        let mut ts = world_with(2, |r| {
+            let mut c = config(r, 2);
+            c.max_frame = 4096;
+            c
+        });
+        let mut sent = Vec::new();
+        for len in [0usize, 5, 4096, 10_000, 3 << 20] {
+            for cut in [0, 1, 7, 4071, 4072, len / 2, len] {
+                let cut = cut.min(len);
+                let tag = sent.len() as i32;
+                let p = payload(0, tag, len);
+                ts[0]
+                    .send_parts(1, &env(0, tag, len), [&p[..cut], &p[cut..]])
+                    .unwrap();
+                sent.push((tag, len));
+            }
+        }
+        let mut got = vec![Vec::new(), Vec::new()];
+        let n = sent.len();
+        drive(&mut ts, &mut got, 100, |g| g[1].len() == n);
+        check(&got[1], 0, sent.into_iter());
+    });
+}
+
 #[test]
 fn simultaneous_first_sends_make_one_connection() {
     with_timeout(60, || {

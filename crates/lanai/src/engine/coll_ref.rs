@@ -417,17 +417,16 @@ impl Engine {
                 self.settings.single_copy && !self.st.colls.refs.inline_only
             }
             Route::Tcp if out.body.len() > eager => false,
-            _ => return self.net_send(to, &env, &out.to_bytes()),
+            _ => return self.net_send_parts(to, &env, [&out.head, &out.body]),
         };
         let refs = &mut self.st.colls.refs;
         let cookie = refs.new_cookie();
         if !by_ref {
-            let whole = out.to_bytes();
             refs.lend(Lent {
                 cookie,
                 to,
                 env,
-                bytes: whole.len(),
+                bytes: out.len(),
                 out: None,
                 asked: false,
             });
@@ -436,7 +435,7 @@ impl Engine {
                 cookie,
                 ..env
             };
-            return self.net_send(to, &e, &whole);
+            return self.net_send_parts(to, &e, [&out.head, &out.body]);
         }
         refs.passed += 1;
         let r = Envelope {
@@ -730,7 +729,10 @@ mod tests {
         }
         assert!(st.colls.refs.holds(9, 2));
         assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3, 5]);
-        assert!(st.colls.refs.receivers_to_ask(9, 2).is_empty(), "asked already");
+        assert!(
+            st.colls.refs.receivers_to_ask(9, 2).is_empty(),
+            "asked already"
+        );
         // Rank 3 answers one of its two: it may be asked again.
         st.deliver_coll(control(USED, 1), 3, whole(&[]));
         assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3]);

@@ -386,6 +386,22 @@ impl Engine {
         }
     }
 
+    /// As [`net_send`](Self::net_send) for a payload in two parts: over TCP
+    /// they are written as they are, elsewhere joined first.
+    pub fn net_send_parts(&mut self, to: u32, env: &Envelope, parts: [&[u8]; 2]) -> MpiResult<()> {
+        if self.net.routes[to as usize] != Route::Tcp {
+            return self.net_send(to, env, &parts.concat());
+        }
+        self.ensure_addr(to)?;
+        let tcp = self
+            .net
+            .tcp
+            .as_mut()
+            .ok_or_else(|| MpiError::internal("no TCP transport"))?;
+        tcp.send_parts(to, env, parts)
+            .map_err(|e| MpiError::other(format!("TCP send to rank {to} failed: {e}")))
+    }
+
     fn connect_all_remote(&mut self, comm: usize) -> MpiResult<()> {
         let c = self.comms.get(comm)?.clone();
         for w in c.peers() {

@@ -1,9 +1,12 @@
 """Large messages within a node whose copy the sender shares: the receiver
 reads the first half of the message with process_vm_readv while the sender,
 asked by a clear-to-send, writes the second half with process_vm_writev.
+Below 256 KiB the sender, asked the same way, streams the message through
+the ring instead, which pipelines two copies faster than one read.
 
 shared_copy.c checks every byte against a pattern and the bytes around each
-receive buffer, for sizes around the 256 KiB threshold, both directions at
+receive buffer, for sizes from 16 KiB + 1 and around the 256 KiB
+threshold, both directions at
 once, synchronous sends found by probing, truncation, a window of
 nonblocking transfers and a sender that computes before it waits. Ranks
 share a copy only when every rank has a core, so two ranks on this machine
@@ -47,12 +50,17 @@ def test_shared_copy_on_lanai(sc_lanai, nranks, nodes):
     assert sorted(shared) == list(range(nranks)), result.tail()
     if "single-copy read failed" in result.output:
         pytest.skip("the kernel refuses process_vm_readv here (ptrace scope)")
+    streamed = harness.rank_stats(result.output, "streamed local")
     if (nranks, nodes) == (2, 1) and _cores() >= 2:
-        # Both ranks receive large messages while the other waits in MPI.
+        # Both ranks receive large messages while the other waits in MPI:
+        # shared from 256 KiB, streamed through the ring below it.
         assert sum(shared.values()) > 0, result.tail()
+        assert sum(streamed.values()) > 0, result.tail()
     if nranks > _cores() or nodes > 1:
-        # Oversubscribed, or across nodes: never shared.
+        # Oversubscribed, or across nodes: never shared, and a message a
+        # rank of the node could read is read, not streamed.
         assert sum(shared.values()) == 0, result.tail()
+        assert sum(streamed.values()) == 0, result.tail()
 
 
 def test_shared_copy_off_with_single_copy_off(sc_lanai):

@@ -1,5 +1,6 @@
 /* Large messages between ranks of one node, where Lanai may share the copy:
- * the receiver reads one half while the sender writes the other. Every
+ * the receiver reads one half while the sender writes the other, or, below
+ * 256 KiB, have the sender stream them through the ring. Every
  * byte is checked against a pattern computed here, and so are the bytes
  * around the receive buffer, which nobody may write. Pairs (0,1), (2,3),
  * ... exchange; an odd last rank sits out. */
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int peer = lt_rank ^ 1;
     int active = peer < lt_size;
-    const size_t sizes[] = {(256 << 10) - 1, 256 << 10, (256 << 10) + 1, (1 << 20) + 3,
+    const size_t sizes[] = {16385, (64 << 10) + 3, (256 << 10) - 1, 256 << 10, (256 << 10) + 1, (1 << 20) + 3,
                             (3 << 20) + 4097};
     const int nsizes = sizeof sizes / sizeof sizes[0];
     int salt = 0;

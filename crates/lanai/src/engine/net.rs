@@ -35,6 +35,9 @@ pub struct Counters {
     pub sleep_timeouts: u64,
     /// Rendezvous receives whose sender copied half (`delivery::HELP`).
     pub shared_copies: u64,
+    /// Rendezvous receives of a peer on this node streamed through the
+    /// ring, though they could have been read (`p2p::SHARED_COPY_MIN`).
+    pub streamed_local: u64,
     /// Reduces whose contributions were staged (`central_reduce.rs`).
     pub staged_reduces: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).

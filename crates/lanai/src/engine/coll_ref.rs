@@ -406,15 +406,22 @@ impl Unread {
 
 impl Engine {
     /// Sends collective message `out` (enveloped as `env`) to world rank
-    /// `to`. A large one is lent: to a rank of our node by reference, and
-    /// over the network whole, asking for [`USED`] once the peer's instance
-    /// has it, so that a peer that has not reached the instance holds it
-    /// for us against [`LENT_MAX`].
+    /// `to`. A large one is lent: to a rank of our node by reference when
+    /// the ring cannot take it at once, else whole, as over the network,
+    /// asking for [`USED`] once the peer's instance has it, so that a peer
+    /// that has not reached the instance holds it for us against
+    /// [`LENT_MAX`].
     pub(super) fn send_coll(&mut self, to: u32, env: Envelope, out: Outgoing) -> MpiResult<()> {
         let eager = self.settings.eager_limit;
+        let max = self.net.shm_max_payload();
         let by_ref = match self.net.routes[to as usize] {
-            Route::Shm(_) if out.body.len() > eager.min(self.net.shm_max_payload()) => {
-                self.settings.single_copy && !self.st.colls.refs.inline_only
+            // Up to two ring messages' worth, the two copies through the
+            // ring beat the ~2 us a `process_vm_readv` costs before its
+            // first byte: a 2-rank allreduce of 48 KiB took 6.2 us whole
+            // and 8-11 us by reference, of 64 KiB (three pieces, more than
+            // a ring holds) 12 and 10.
+            Route::Shm(_) if out.body.len() > eager.min(max) => {
+                out.len() > 2 * max && self.settings.single_copy && !self.st.colls.refs.inline_only
             }
             Route::Tcp if out.body.len() > eager => false,
             _ => return self.net_send_parts(to, &env, [&out.head, &out.body]),

@@ -78,8 +78,8 @@ def test_allreduce_bits_do_not_depend_on_the_algorithm(bits_exe, nranks, nodes):
         assert d == first, f"{algo} gave {d}, auto gave {first}"
 
 
-def _bits(exe, nranks, env):
-    r = harness.run_job(lanairun_argv(exe, nranks, 1), exe, {"LANAI_STATS": "1", **env})
+def _bits(exe, nranks, env, args=()):
+    r = harness.run_job(lanairun_argv(exe, nranks, 1, list(args)), exe, {"LANAI_STATS": "1", **env})
     harness.assert_passed(r, BITS)
     harness.assert_clean(r)
     lines = sorted(re.findall(r"^(DIGEST|HALF\d) (\w+)$", r.output, re.M))
@@ -95,6 +95,21 @@ def test_crowded_node_allreduces_through_the_root(bits_exe, nranks):
     exchanges of the usual algorithms run instead."""
     crowded, crowded_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "1"})
     spread, spread_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"})
+    assert crowded_bits == spread_bits
+    staged = harness.rank_stats(crowded.output, "staged reduces")
+    assert sorted(staged) == list(range(nranks)), crowded.tail()
+    assert all(n > 0 for n in staged.values()), crowded.tail()
+    staged = harness.rank_stats(spread.output, "staged reduces")
+    assert all(n == 0 for n in staged.values()), spread.tail()
+
+
+@pytest.mark.parametrize("nranks", [4, 8])
+def test_crowded_node_iallreduces_through_the_root(bits_exe, nranks):
+    """The same for MPI_Iallreduce alone: rank 0 starts its broadcast when
+    its reduce completes, the others at once; the bits are those of the
+    exchanges with a core per rank."""
+    crowded, crowded_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "1"}, ["nb"])
+    spread, spread_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"}, ["nb"])
     assert crowded_bits == spread_bits
     staged = harness.rank_stats(crowded.output, "staged reduces")
     assert sorted(staged) == list(range(nranks)), crowded.tail()

@@ -5,7 +5,10 @@
  * communicator. pytest runs it under several LANAI_ALLREDUCE algorithms
  * (the shared-memory device path included) and requires the same digest:
  * reductions are bitwise reproducible whatever the algorithm. Every rank
- * checks it got the same bits as rank 0. */
+ * checks it got the same bits as rank 0.
+ * usage: allreduce_bits [nb]   nb: the nonblocking calls alone, after one
+ *                              blocking allreduce that sets the device up,
+ *                              then several collectives in flight at once */
 #include "lt.h"
 
 static unsigned long long digest_of(const double *v, int n, unsigned long long h)
@@ -49,6 +52,40 @@ static unsigned long long run(MPI_Comm comm, int nonblocking, unsigned long long
     return h;
 }
 
+/* Several collectives in flight, waited for last to first: on a crowded
+ * node rank 0 starts an allreduce's broadcast only when its reduce is
+ * done, after the calls posted later; every result is checked exactly. */
+static void in_flight(MPI_Comm comm)
+{
+    enum { N1 = 8192, N2 = 4100, NB = 5000 };
+    static long in1[N1], out1[N1], in2[N2], out2[N2], b[NB];
+    int rank, size, i, round;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (round = 0; round < 20; round++) {
+        MPI_Request r[4];
+        for (i = 0; i < N1; i++)
+            in1[i] = (long)rank * 1000 + i + round;
+        for (i = 0; i < N2; i++)
+            in2[i] = (long)rank * 7 - i;
+        for (i = 0; i < NB; i++)
+            b[i] = rank == size - 1 ? i * 3L + round : -1;
+        MPI_OK(MPI_Iallreduce(in1, out1, N1, MPI_LONG, MPI_SUM, comm, &r[0]));
+        MPI_OK(MPI_Ibcast(b, NB, MPI_LONG, size - 1, comm, &r[1]));
+        MPI_OK(MPI_Iallreduce(in2, out2, N2, MPI_LONG, MPI_SUM, comm, &r[2]));
+        MPI_OK(MPI_Ibarrier(comm, &r[3]));
+        for (i = 3; i >= 0; i--)
+            MPI_OK(MPI_Wait(&r[i], MPI_STATUS_IGNORE));
+        long s = (long)size * (size - 1) / 2;
+        for (i = 0; i < N1; i++)
+            CHECK(out1[i] == s * 1000 + (long)size * (i + round), "round %d out1[%d] %ld", round, i, out1[i]);
+        for (i = 0; i < N2; i++)
+            CHECK(out2[i] == s * 7 - (long)size * i, "round %d out2[%d] %ld", round, i, out2[i]);
+        for (i = 0; i < NB; i++)
+            CHECK(b[i] == i * 3L + round, "round %d b[%d] %ld", round, i, b[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm half;
@@ -56,6 +93,17 @@ int main(int argc, char **argv)
     lt_init("allreduce_bits", &argc, &argv);
     /* A barrier first, so the device is set up before the blocking calls. */
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (argc > 1 && strcmp(argv[1], "nb") == 0) {
+        double one = 1.0, all;
+        MPI_OK(MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        CHECK(all == lt_size, "warm-up sum %g", all);
+        h = run(MPI_COMM_WORLD, 1, h);
+        in_flight(MPI_COMM_WORLD);
+        if (lt_rank == 0)
+            printf("DIGEST %016llx\n", h);
+        fflush(stdout);
+        return lt_finish();
+    }
     h = run(MPI_COMM_WORLD, 0, h);
     h = run(MPI_COMM_WORLD, 1, h);
     MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, lt_rank % 2, lt_rank, &half));

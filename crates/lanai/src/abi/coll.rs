@@ -551,20 +551,8 @@ unsafe fn allreduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         unsafe { user_buf(sendbuf, count, datatype)? }
     };
-    if blocking && e.allreduce_through_root(ci, data.len())? {
-        // A reduce to rank 0, which takes every contribution before the
-        // broadcast writes `out` (in place too), then the broadcast.
-        let root = e.comms.get(ci)?.rank == 0;
-        let req = e.start_reduce(
-            ci,
-            data,
-            root.then_some(out),
-            0,
-            OpArg { dt: op_dt, op },
-            true,
-        )?;
-        e.finish_coll(req)?;
-        return e.start_bcast(ci, out, 0, true);
+    if e.allreduce_through_root(ci, data.len(), blocking)? {
+        return e.start_allreduce_through_root(ci, data, out, OpArg { dt: op_dt, op }, blocking);
     }
     e.start_allreduce(ci, data, out, comb, blocking)
 }

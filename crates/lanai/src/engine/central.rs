@@ -8,6 +8,7 @@
 //! the software barrier for good and the channels are given back, as the
 //! Open MPI module of seed 002 §2.1 does. Later barriers run on the device.
 
+use super::coll::MakeCombiner;
 use super::comm::{Capture, RankMap, Slot};
 use super::error::{MpiError, MpiResult};
 use super::request::{Op, DONE};
@@ -446,8 +447,15 @@ impl Engine {
     /// exchanges run in parallel, so only communicators whose members all
     /// agreed they are crowded take it. The reduce's grouping is the
     /// binomial tree's, which every allreduce path shares, so the bits stay.
+    /// `blocking`: the caller waits at once, so the channel may be agreed
+    /// on the way.
     #[inline]
-    pub fn allreduce_through_root(&mut self, comm: usize, len: usize) -> MpiResult<bool> {
+    pub fn allreduce_through_root(
+        &mut self,
+        comm: usize,
+        len: usize,
+        blocking: bool,
+    ) -> MpiResult<bool> {
         // Small ones, the latency-bound case, leave at the first test.
         if len <= DATA_MAX || len > crate::shm::stage::STAGE_MAX {
             return Ok(false);
@@ -465,10 +473,38 @@ impl Engine {
         {
             return Ok(false);
         }
-        if !self.device_ready(comm, len, crate::shm::stage::STAGE_MAX, true)? {
+        if !self.device_ready(comm, len, crate::shm::stage::STAGE_MAX, blocking)? {
             return Ok(false);
         }
         Ok(matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded))
+    }
+
+    /// The allreduce of [`Engine::allreduce_through_root`]: a reduce to
+    /// rank 0, which takes every contribution (`data`, which may be `out`)
+    /// before the broadcast writes `out`, then the broadcast. Nonblocking,
+    /// non-roots start both at once (the broadcast waits for rank 0), and
+    /// rank 0 starts its broadcast when its reduce completes, under the
+    /// collective number taken now.
+    pub fn start_allreduce_through_root(
+        &mut self,
+        comm: usize,
+        data: UserBuf,
+        out: UserBuf,
+        op: impl MakeCombiner,
+        blocking: bool,
+    ) -> MpiResult<usize> {
+        let root = self.comms.get(comm)?.rank == 0;
+        let reduce = self.start_reduce(comm, data, root.then_some(out), 0, op, blocking)?;
+        if blocking {
+            self.finish_coll(reduce)?;
+            return self.start_bcast(comm, out, 0, true);
+        }
+        if root {
+            let seq = self.reserve_coll_seq(comm)?;
+            return self.start_then_bcast(reduce, comm, out, seq);
+        }
+        let bcast = self.start_bcast(comm, out, 0, false)?;
+        Ok(self.start_both(reduce, bcast))
     }
 
     /// Whether a reduction of `len` bytes, at most `max`, on `comm` may use

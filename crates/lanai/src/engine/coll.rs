@@ -524,10 +524,29 @@ impl Engine {
         machine: Machine,
         out: Option<CollOut>,
     ) -> MpiResult<usize> {
+        let seq = self.reserve_coll_seq(comm)?;
+        self.start_coll_as(comm, seq, machine, out)
+    }
+
+    /// Takes `comm`'s next collective number, for an instance that starts
+    /// later (every member numbers its instances in the order of the calls).
+    pub(super) fn reserve_coll_seq(&mut self, comm: usize) -> MpiResult<u32> {
         let cm = self.comms.get_mut(comm)?;
         super::intercomm::reject(cm)?;
         let seq = cm.coll_seq;
         cm.coll_seq = cm.coll_seq.wrapping_add(1);
+        Ok(seq)
+    }
+
+    /// Starts instance `seq` (from [`Engine::reserve_coll_seq`]) on `comm`.
+    pub(super) fn start_coll_as(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        machine: Machine,
+        out: Option<CollOut>,
+    ) -> MpiResult<usize> {
+        let cm = self.comms.get(comm)?;
         let (ctx, rank, map) = (cm.coll_ctx(), cm.rank, cm.map.clone());
         self.start_instance(ctx, seq, rank, map, machine, out)
     }
@@ -692,6 +711,18 @@ impl Engine {
         if let Some(req) = self.try_offload(comm, Offered::Bcast { buf, root }, blocking)? {
             return Ok(req);
         }
+        let seq = self.reserve_coll_seq(comm)?;
+        self.start_bcast_as(comm, seq, buf, root)
+    }
+
+    /// The broadcast's machine as instance `seq` of `comm`.
+    pub(super) fn start_bcast_as(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        buf: UserBuf,
+        root: u32,
+    ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
         let data = if rank == root {
             buf.as_slice().to_vec()
@@ -701,7 +732,7 @@ impl Engine {
         let m = lanai_coll::bcast(rank, size, root, data, self.settings.algos.bcast)
             .map_err(coll_err)?;
         let out = (rank != root).then_some(buf);
-        self.start_coll(comm, m, out)
+        self.start_coll_as(comm, seq, m, out.map(CollOut::whole))
     }
 
     /// Small reduces on one node go through the device's mailboxes

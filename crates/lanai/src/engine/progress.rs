@@ -87,9 +87,6 @@ impl Engine {
         if !self.st.persistent_children.is_empty() {
             self.settle_persistent();
         }
-        if !self.st.composites.is_empty() {
-            self.settle_composites();
-        }
         if self.st.colls.has_work() {
             did |= self.drive_colls()?;
         }
@@ -107,6 +104,11 @@ impl Engine {
         }
         if self.offload.as_ref().is_some_and(|o| o.busy()) {
             did |= self.drive_offload()?;
+        }
+        // Last, so that parts completed in this pass count.
+        if !self.st.composites.is_empty() {
+            did |= self.start_deferred_bcasts()?;
+            self.settle_composites();
         }
         Ok(did)
     }

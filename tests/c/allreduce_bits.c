@@ -84,6 +84,16 @@ static void in_flight(MPI_Comm comm)
         for (i = 0; i < NB; i++)
             CHECK(b[i] == i * 3L + round, "round %d b[%d] %ld", round, i, b[i]);
     }
+    /* Freed with an allreduce pending: MPI finishes it first. */
+    MPI_Comm d;
+    MPI_Request r;
+    MPI_OK(MPI_Comm_dup(comm, &d));
+    MPI_OK(MPI_Allreduce(in1, out1, N1, MPI_LONG, MPI_SUM, d));
+    MPI_OK(MPI_Iallreduce(in2, out2, N2, MPI_LONG, MPI_SUM, d, &r));
+    MPI_OK(MPI_Comm_free(&d));
+    MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (i = 0; i < N2; i++)
+        CHECK(out2[i] == (long)size * (size - 1) / 2 * 7 - (long)size * i, "freed: out2[%d] %ld", i, out2[i]);
 }
 
 int main(int argc, char **argv)

@@ -462,6 +462,9 @@ impl Engine {
         // barrier; a device barrier needs its channel until it is out (every
         // member started it already, so this wait ends).
         self.wait_until(|e| e.st.colls.central_on(idx) == 0)?;
+        // So does a broadcast that starts when its reduce is done (every
+        // member contributed already, so this wait ends too).
+        self.wait_until(|e| !e.deferred_bcast_on(idx))?;
         let comm = self.comms.free(idx)?;
         // Its attached buffer (MPI 4.1) is detached implicitly.
         self.st.bsend.comm_freed(idx);

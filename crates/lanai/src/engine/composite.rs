@@ -117,6 +117,14 @@ impl Engine {
         req
     }
 
+    /// Whether a broadcast on communicator `comm` waits to start.
+    pub fn deferred_bcast_on(&self, comm: usize) -> bool {
+        self.st
+            .composites
+            .iter()
+            .any(|c| matches!(c.waits, Waits::ThenBcast { comm: x, .. } if x == comm))
+    }
+
     /// Starts the broadcasts whose first step is complete; true if any.
     pub fn start_deferred_bcasts(&mut self) -> MpiResult<bool> {
         let mut did = false;

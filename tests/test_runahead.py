@@ -2,7 +2,7 @@
 bounded.
 
 coll_runahead.c: large collective messages are lent to their receiver (by
-reference within a node, whole over TCP), and a sender has at most
+reference within a node, whole over TCP from 4 KiB), and a sender has at most
 LENT_MAX bytes of them unused past the instances that sent them
 (engine/coll_ref.rs). It loops over 64 KiB reduces to a root that lingers
 at every call; a library that kept every early contribution would grow by
@@ -52,6 +52,12 @@ def test_collectives_stay_bounded_when_ranks_run_ahead(lanai_exes, nranks, nodes
 @pytest.mark.parametrize("size", [16385, 262144])
 def test_collectives_around_the_lending_threshold_and_above(lanai_exes, size):
     _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 2, ["600", str(size), "32"])
+
+
+@pytest.mark.parametrize("size", [4097, 8192])
+def test_collectives_over_tcp_are_lent_from_4_kib(lanai_exes, size):
+    # Unlent, 3000 8 KiB reduces grew the root's children by about 50 MiB.
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 4, ["3000", str(size), "24"])
 
 
 @pytest.mark.parametrize("nranks,nodes", P2P_SHAPES)

@@ -13,8 +13,10 @@
 /// Bytes of used messages that make a sender's answers go out unasked.
 pub const BATCH_BYTES: usize = 256 << 10;
 /// Used messages that make a sender's answers go out unasked (bounds the
-/// answer's length whatever the messages' sizes).
-pub const BATCH_COUNT: usize = 8;
+/// answer's length whatever the messages' sizes): with 8, an 8 KiB
+/// allreduce of 4 ranks on 4 emulated nodes sent an answer every fourth
+/// call.
+pub const BATCH_COUNT: usize = 32;
 
 #[derive(Debug, Default)]
 struct Owed {
@@ -109,9 +111,9 @@ mod tests {
     fn answers_wait_for_a_batch_by_count_or_bytes() {
         let mut b = UsedBatches::default();
         for c in 1..BATCH_COUNT as u64 {
-            assert!(!b.used(3, c, 20_000), "message {c} of a batch");
+            assert!(!b.used(3, c, 5000), "message {c} of a batch");
         }
-        assert!(b.used(3, 99, 20_000), "the batch is full by count");
+        assert!(b.used(3, 99, 5000), "the batch is full by count");
         let got = b.take(3);
         assert_eq!(got.len(), BATCH_COUNT);
         assert_eq!(got.last(), Some(&99));

@@ -87,32 +87,28 @@ def _bits(exe, nranks, env, args=()):
     return r, lines
 
 
-@pytest.mark.parametrize("nranks", [4, 8])
-def test_crowded_node_allreduces_through_the_root(bits_exe, nranks):
-    """Ranks sharing cores (LANAI_CORES=1): a blocking allreduce above the
-    device's data slots is a staged reduce to rank 0 and a broadcast, with
-    the same bits as with a core per rank (LANAI_CORES=64), where the
-    exchanges of the usual algorithms run instead."""
-    crowded, crowded_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "1"})
-    spread, spread_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"})
+def _through_root(exe, nranks, args=()):
+    """Crowded (LANAI_CORES=1) the allreduces above the device's data slots
+    are staged reduces to rank 0 and broadcasts; with a core per rank
+    (LANAI_CORES=64) the usual exchanges run. The bits must agree."""
+    crowded, crowded_bits = _bits(exe, nranks, {"LANAI_CORES": "1"}, args)
+    spread, spread_bits = _bits(exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"}, args)
     assert crowded_bits == spread_bits
     staged = harness.rank_stats(crowded.output, "staged reduces")
     assert sorted(staged) == list(range(nranks)), crowded.tail()
     assert all(n > 0 for n in staged.values()), crowded.tail()
     staged = harness.rank_stats(spread.output, "staged reduces")
     assert all(n == 0 for n in staged.values()), spread.tail()
+
+
+@pytest.mark.parametrize("nranks", [4, 8])
+def test_crowded_node_allreduces_through_the_root(bits_exe, nranks):
+    """Blocking allreduces, in place too."""
+    _through_root(bits_exe, nranks)
 
 
 @pytest.mark.parametrize("nranks", [4, 8])
 def test_crowded_node_iallreduces_through_the_root(bits_exe, nranks):
-    """The same for MPI_Iallreduce alone: rank 0 starts its broadcast when
-    its reduce completes, the others at once; the bits are those of the
-    exchanges with a core per rank."""
-    crowded, crowded_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "1"}, ["nb"])
-    spread, spread_bits = _bits(bits_exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"}, ["nb"])
-    assert crowded_bits == spread_bits
-    staged = harness.rank_stats(crowded.output, "staged reduces")
-    assert sorted(staged) == list(range(nranks)), crowded.tail()
-    assert all(n > 0 for n in staged.values()), crowded.tail()
-    staged = harness.rank_stats(spread.output, "staged reduces")
-    assert all(n == 0 for n in staged.values()), spread.tail()
+    """MPI_Iallreduce alone: rank 0 starts its broadcast when its reduce
+    completes, the others at once, with several collectives in flight."""
+    _through_root(bits_exe, nranks, ["nb"])

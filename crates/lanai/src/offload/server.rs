@@ -483,19 +483,17 @@ impl Server {
                 .as_mut()
                 .ok_or("a message for another node, but no TCP")?;
             // The message index rides in front of the machine's bytes.
-            let mut wire = Vec::with_capacity(4 + data.len());
-            wire.extend_from_slice(&hdr.idx.to_le_bytes());
-            wire.extend_from_slice(&data);
+            let idx = hdr.idx.to_le_bytes();
             let env = Envelope {
                 kind: Kind::Coll,
                 flags: if bounce { BOUNCE } else { 0 },
                 ctx: hdr.ctx,
                 src: hdr.src,
                 tag: hdr.seq as i32,
-                len: wire.len() as u64,
+                len: (idx.len() + data.len()) as u64,
                 cookie: (u64::from(hdr.lead) << 32) | u64::from(hdr.dst),
             };
-            t.send(node, &env, &wire)
+            t.send_parts(node, &env, [&idx, &data])
                 .map_err(|e| format!("send to node {node}'s engine: {e}"))?;
         }
         while let Some(c) = self.core.poll_completion() {

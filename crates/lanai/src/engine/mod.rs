@@ -393,13 +393,7 @@ impl Engine {
             return self.net_send(to, env, &parts.concat());
         }
         self.ensure_addr(to)?;
-        let tcp = self
-            .net
-            .tcp
-            .as_mut()
-            .ok_or_else(|| MpiError::internal("no TCP transport"))?;
-        tcp.send_parts(to, env, parts)
-            .map_err(|e| MpiError::other(format!("TCP send to rank {to} failed: {e}")))
+        self.net.send_tcp(to, env, parts)
     }
 
     fn connect_all_remote(&mut self, comm: usize) -> MpiResult<()> {

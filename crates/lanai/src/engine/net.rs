@@ -81,18 +81,22 @@ impl Net {
     pub fn send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> MpiResult<()> {
         match self.routes[to as usize] {
             Route::Shm(local) => self.send_shm(local, to, env, payload),
-            Route::Tcp => {
-                let tcp = self
-                    .tcp
-                    .as_mut()
-                    .ok_or_else(|| MpiError::internal("no TCP transport"))?;
-                tcp.send(to, env, payload)
-                    .map_err(|e| MpiError::other(format!("TCP send to rank {to} failed: {e}")))
-            }
+            Route::Tcp => self.send_tcp(to, env, [payload, &[]]),
             Route::Loopback => Err(MpiError::internal(
                 "loopback message reached the network layer",
             )),
         }
+    }
+
+    /// Sends to world rank `to` over TCP, the payload in two parts that are
+    /// written as they are.
+    pub fn send_tcp(&mut self, to: u32, env: &Envelope, parts: [&[u8]; 2]) -> MpiResult<()> {
+        let tcp = self
+            .tcp
+            .as_mut()
+            .ok_or_else(|| MpiError::internal("no TCP transport"))?;
+        tcp.send_parts(to, env, parts)
+            .map_err(|e| MpiError::other(format!("TCP send to rank {to} failed: {e}")))
     }
 
     /// Sends to world rank `to`, local index `local` of our node.

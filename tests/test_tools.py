@@ -285,12 +285,30 @@ def _cpu_list(cpus):
     return ",".join(parts)
 
 
+def _spread_order(cpus):
+    """CPUs in pinning order: the first thread of every physical core (by
+    package, then core), then every core's second thread, and so on."""
+    def place(c):
+        try:
+            top = f"/sys/devices/system/cpu/cpu{c}/topology/"
+            return (int(open(top + "physical_package_id").read()), int(open(top + "core_id").read()))
+        except (OSError, ValueError):
+            return (1 << 62, c)
+    seen, keyed = {}, []
+    for c in sorted(cpus):
+        k = place(c)
+        keyed.append(((seen.get(k, 0), k, c), c))
+        seen[k] = seen.get(k, 0) + 1
+    return [c for _, c in sorted(keyed)]
+
+
 def test_oversubscribed_ranks_are_pinned_round_robin_from_the_start():
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = _spread_order(os.sched_getaffinity(0))
     everything = _cpu_list(cpus)
     n = len(cpus) + 1
-    # Ranks outnumber cores: auto pins rank i to the (i mod cores)-th core,
-    # before the program's first instruction (the shell reads it at once).
+    # Ranks outnumber cores: auto pins rank i to the (i mod cores)-th core
+    # in spread order, before the program's first instruction (the shell
+    # reads it at once).
     got = _allowed_cpus_per_rank(n, "auto")
     assert got == {r: str(cpus[r % len(cpus)]) for r in range(n)}
     # none never pins; auto leaves ranks that fit to the kernel; core pins them.

@@ -48,7 +48,7 @@ knobs! {
     OFFLOAD = ("LANAI_OFFLOAD", "auto", "Collectives the per-node offload engine (lanai-engine) runs: auto (nonblocking collectives and the blocking reduces the host would run as a tree, on communicators that span nodes, when every node has a core per rank and per engine; measured slower when engines share cores with ranks, so off on small hosts), none, all, or a comma list of barrier, reduce, allreduce, bcast (blocking and nonblocking alike; predefined operations, any size: above 64 KiB in pipelined chunks)");
     OFFLOAD_POOL = ("LANAI_OFFLOAD_POOL", "1048576", "Bytes of early messages from other nodes an offload engine keeps; beyond that it sends them back and the sender retries later");
     ENGINE_PATH = ("LANAI_ENGINE_PATH", "auto", "The lanai-engine program: 'auto' (bin/lanai-engine beside the library's lib/ directory, else on PATH) or a path");
-    BIND = ("LANAI_BIND", "auto", "lanairun: 'auto' pins ranks round-robin to the available cores when they outnumber the cores, and leaves them to the kernel otherwise; 'core' always pins rank i to core i mod cores; 'none' leaves placement to the kernel");
+    BIND = ("LANAI_BIND", "auto", "lanairun: 'auto' pins ranks round-robin to the available cores when they outnumber the cores, and leaves them to the kernel otherwise; 'core' always pins rank i to the i-th core mod cores, one thread of every physical core before a second; 'none' leaves placement to the kernel");
     CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
 }
 

@@ -23,6 +23,7 @@ use nix::unistd::{getpid, getuid, Pid};
 use crate::cli::Options;
 use crate::mapping::process_mapping;
 use crate::output::Forwarder;
+use crate::placement::{self, Place};
 use crate::pmi_server::{Event, PmiServer};
 use crate::spawn::spawn_rank;
 
@@ -245,7 +246,7 @@ fn abandon(ranks: &[Rank], pgid: Option<Pid>) {
 }
 
 /// The core rank `r` of `ranks` is pinned to, round-robin over the cores
-/// lanairun may use: always with `LANAI_BIND=core`, and under `auto` (the
+/// lanairun may use (a thread of every core before a second of any): always with `LANAI_BIND=core`, and under `auto` (the
 /// default) only when ranks outnumber cores. Oversubscribed ranks that the
 /// kernel moves between cores, or stacks five on one and three on the
 /// other, take turns unevenly; spread evenly, each waits one switch per
@@ -257,13 +258,15 @@ fn core_for(r: u32, ranks: u32) -> Option<usize> {
         return None;
     }
     let mine = nix::sched::sched_getaffinity(Pid::from_raw(0)).ok()?;
-    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
+    let cpus: Vec<(usize, Option<Place>)> = (0..nix::sched::CpuSet::count())
         .filter(|&c| mine.is_set(c).unwrap_or(false))
+        .map(|c| (c, placement::place_of(c)))
         .collect();
     if cpus.is_empty() || (bind == "auto" && ranks as usize <= cpus.len()) {
         return None;
     }
-    Some(cpus[r as usize % cpus.len()])
+    let order = placement::spread(&cpus);
+    Some(order[r as usize % order.len()])
 }
 
 /// `LANAI_BIND`, checked.

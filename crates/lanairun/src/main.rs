@@ -6,6 +6,7 @@ mod cli;
 mod job;
 mod mapping;
 mod output;
+mod placement;
 mod pmi_server;
 #[allow(unsafe_code)]
 mod spawn;

@@ -159,7 +159,27 @@ fn read_config() -> Result<Option<Config>, String> {
     }))
 }
 
+/// An engine with a core of its own must not stay on the one core that
+/// lanairun pinned its rank to (`LANAI_BIND=core`): it may run wherever
+/// lanairun itself may.
+fn leave_rank_core() {
+    use nix::sched::{sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let Some(job) = std::env::var("LANAI_JOB_PID")
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    else {
+        return;
+    };
+    if let Ok(set) = sched_getaffinity(Pid::from_raw(job)) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &set);
+    }
+}
+
 fn serve(a: &Args) -> Result<(), String> {
+    if !a.spin.is_zero() {
+        leave_rank_core();
+    }
     let seg = EngineSeg::open(&a.segment)?;
     seg.engine_pid()
         .store(std::process::id(), Ordering::Release);

@@ -50,6 +50,17 @@ def test_two_level_tree_of_leaders(lanai_exe):
     assert_clean(r)
 
 
+def test_leaders_in_rounds_without_a_tree(lanai_exe):
+    # LANAI_BARRIER_TREE_K=0: the node leaders run dissemination rounds, the
+    # way LANAI_OFFLOAD=auto's engines do; on the host and in the engines.
+    env = {"LANAI_BARRIER": "central", "LANAI_BARRIER_TREE_K": "0"}
+    for offload in ("none", "barrier"):
+        env["LANAI_OFFLOAD"] = offload
+        r = run_job(lanairun_argv(lanai_exe, 6, 3, ["all"]), lanai_exe, env)
+        assert_passed(r, NAME)
+        assert_clean(r)
+
+
 @pytest.mark.parametrize("nranks,nodes", [(4, 1), (6, 2)])
 def test_channel_exhaustion_falls_back(lanai_exe, nranks, nodes):
     # Three channels per node for seven communicators: four must fall back.

@@ -10,9 +10,12 @@ Binaries are built with mpicc.mpich and run on Lanai via LD_LIBRARY_PATH.
 Everything that needs build/bin/lanai-engine is skipped until it exists.
 """
 
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -346,6 +349,27 @@ def test_tiny_pool_forces_retries(exes):
     assert retries > 0, "a 64-byte unexpected pool forced no retries\n" + "\n".join(
         f"node {n}:{f}" for n, f in lines
     )
+
+
+@needs_engine
+def test_engine_trace_lines_up_every_message(exes, tmp_path):
+    # LANAI_ENGINE_TRACE: each engine leaves its events; eval/engine-trace
+    # pairs every message sent with its receipt on the other node.
+    exe = exes[LOOP]
+    res = run(_lanairun(exe, 2, 2, ["2"]), exe, "all", {"LANAI_ENGINE_TRACE": str(tmp_path)})
+    check_ok(res, LOOP)
+    assert sorted(os.listdir(tmp_path)) == ["engine-0.trace", "engine-1.trace"]
+    out = tmp_path / "summary.json"
+    tool = os.path.join(harness.REPO_ROOT, "eval", "engine-trace")
+    r = subprocess.run([sys.executable, tool, str(tmp_path), "--json", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = json.loads(out.read_text())
+    assert s["engines"] == 2 and s["messages"] > 100 and s["unmatched"] == 0, r.stdout
+    assert s["one_way_us"] > 0 and s["send_us"] > 0, r.stdout
+    for node in ("0", "1"):
+        assert s["per_node"][node]["instances"] > 50, r.stdout
+        assert s["per_node"][node]["take_to_done_us"] > 0, r.stdout
 
 
 FALLBACK_LINE = re.compile(r"^.*offload engine.*$", re.M)

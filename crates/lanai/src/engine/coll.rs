@@ -436,9 +436,8 @@ impl Algorithms {
         let barrier_tree_k = knobs::get_usize(&knobs::BARRIER_TREE_K)
             .map_err(MpiError::other)
             .and_then(|k| {
-                u32::try_from(k).ok().filter(|&k| k >= 1).ok_or_else(|| {
-                    MpiError::other(format!("LANAI_BARRIER_TREE_K={k}: must be 1 or more"))
-                })
+                u32::try_from(k)
+                    .map_err(|_| MpiError::other(format!("LANAI_BARRIER_TREE_K={k}: too large")))
             })?;
         let allreduce = knobs::get(&knobs::ALLREDUCE)
             .parse()

@@ -14,6 +14,7 @@
 
 use super::core::{Core, Header, Transmit};
 use super::desc::{Desc, Work};
+use super::trace::{Event, Trace};
 use crate::engine::doorbell::Doorbell;
 use crate::shm::engine_seg::{self as es, EngineSeg};
 use lanai_common::knobs;
@@ -239,8 +240,14 @@ fn serve(a: &Args) -> Result<(), String> {
         barrier_taken: HashMap::new(),
         barrier_time: Duration::ZERO,
         barriers: 0,
+        trace: Trace::new(&knobs::get(&knobs::ENGINE_TRACE), a.node),
     };
     let r = srv.serve_loop();
+    if let Some(t) = &srv.trace {
+        if let Err(e) = t.write() {
+            lanai_common::say!("lanai-engine: node {}: {e}", a.node);
+        }
+    }
     if knobs::get_bool(&knobs::STATS) {
         let s = srv.core.stats();
         let barrier_us = if srv.barriers == 0 {
@@ -277,6 +284,7 @@ struct Server {
     barrier_taken: HashMap<(usize, usize), Instant>,
     barrier_time: Duration,
     barriers: u64,
+    trace: Option<Trace>,
 }
 
 enum Exit {
@@ -428,6 +436,9 @@ impl Server {
                         if matches!(d.work, Work::Barrier(_) | Work::DeviceBarrier { .. }) {
                             self.barrier_taken.insert((i, s), Instant::now());
                         }
+                        if let Some(t) = self.trace.as_mut() {
+                            t.at(Event::Take, d.seq, i as u32);
+                        }
                         let data = self.seg.read_data(i, s, d.input_len());
                         self.core.post(i, s, &d, data);
                     }
@@ -467,6 +478,7 @@ impl Server {
         };
         let now = self.epoch.elapsed().as_micros() as u64;
         let core = &mut self.core;
+        let trace = &mut self.trace;
         let p = t
             .progress(timeout, &mut |from, env, payload| {
                 if env.kind != Kind::Coll || payload.len() < 4 {
@@ -481,6 +493,9 @@ impl Server {
                     dst: env.cookie as u32,
                     idx: u32::from_le_bytes([idx[0], idx[1], idx[2], idx[3]]),
                 };
+                if let Some(t) = trace.as_mut() {
+                    t.at(Event::Receive, hdr.seq, from);
+                }
                 core.handle_remote(from, env.flags & BOUNCE != 0, hdr, payload.to_vec(), now);
             })
             .map_err(|e| format!("lost another node's engine: {e}"))?;
@@ -513,11 +528,20 @@ impl Server {
                 len: (idx.len() + data.len()) as u64,
                 cookie: (u64::from(hdr.lead) << 32) | u64::from(hdr.dst),
             };
+            if let Some(tr) = self.trace.as_mut() {
+                tr.at(Event::SendStart, hdr.seq, node);
+            }
             t.send_parts(node, &env, [&idx, &data])
                 .map_err(|e| format!("send to node {node}'s engine: {e}"))?;
+            if let Some(tr) = self.trace.as_mut() {
+                tr.at(Event::SendEnd, hdr.seq, node);
+            }
         }
         while let Some(c) = self.core.poll_completion() {
             did = true;
+            if let Some(t) = self.trace.as_mut() {
+                t.at(Event::Done, 0, c.local as u32);
+            }
             if let Some(t) = self.barrier_taken.remove(&(c.local, c.slot)) {
                 self.barrier_time += t.elapsed();
                 self.barriers += 1;

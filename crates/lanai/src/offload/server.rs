@@ -37,6 +37,16 @@ const LIVENESS: Duration = Duration::from_millis(100);
 /// oversubscribed, so computing ranks keep the cores.
 const IN_FLIGHT_SPIN: Duration = Duration::from_millis(1);
 
+/// How long an idle engine with a core of its own polls without yielding,
+/// as a waiting rank does: a `sched_yield` per poll is a system call that
+/// delays seeing the next descriptor.
+const PURE_SPIN: Duration = Duration::from_micros(50);
+
+/// With nothing in flight, TCP is polled on every this many passes: what
+/// arrives early waits for its rank's descriptor anyway, and the system
+/// call would delay seeing that descriptor.
+const IDLE_TCP_EVERY: u32 = 8;
+
 #[derive(Debug)]
 struct Args {
     segment: String,
@@ -300,8 +310,11 @@ impl Server {
     fn serve_loop(&mut self) -> Result<(), String> {
         let mut idle_since: Option<Instant> = None;
         let mut last_check = Instant::now();
+        let mut tick = 0u32;
         loop {
-            if self.pass(false)? {
+            tick = tick.wrapping_add(1);
+            let tcp = self.core.in_flight() > 0 || tick.is_multiple_of(IDLE_TCP_EVERY);
+            if self.pass(false, tcp)? {
                 idle_since = None;
                 continue;
             }
@@ -325,8 +338,13 @@ impl Server {
             } else {
                 self.spin
             };
-            if since.elapsed() < spin {
-                std::thread::yield_now();
+            let idle = since.elapsed();
+            if idle < spin {
+                if self.spin.is_zero() || idle >= PURE_SPIN {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
             self.sleep()?;
@@ -334,14 +352,17 @@ impl Server {
         }
     }
 
-    /// One look at everything; true if anything happened.
-    fn pass(&mut self, block: bool) -> Result<bool, String> {
+    /// One look at the descriptors and, if `tcp`, at the other engines;
+    /// true if anything happened.
+    fn pass(&mut self, block: bool, tcp: bool) -> Result<bool, String> {
         let mut did = self.take_descriptors();
-        did |= self.poll_tcp(if block {
-            Some(self.sleep_for())
-        } else {
-            Some(Duration::ZERO)
-        })?;
+        if tcp || block {
+            did |= self.poll_tcp(if block {
+                Some(self.sleep_for())
+            } else {
+                Some(Duration::ZERO)
+            })?;
+        }
         let now = self.now();
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);
@@ -364,7 +385,7 @@ impl Server {
         let busy = self.take_descriptors();
         if !busy {
             if self.tcp.is_some() {
-                self.pass(true)?;
+                self.pass(true, true)?;
             } else {
                 let mut fds = [nix::poll::PollFd::new(
                     self.bell.fd(),

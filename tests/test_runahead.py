@@ -54,10 +54,13 @@ def test_collectives_around_the_lending_threshold_and_above(lanai_exes, size):
     _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 2, ["600", str(size), "32"])
 
 
-@pytest.mark.parametrize("size", [4097, 8192])
+@pytest.mark.parametrize("size", [4104, 8192])
 def test_collectives_over_tcp_are_lent_from_4_kib(lanai_exes, size):
-    # Unlent, 3000 8 KiB reduces grew the root's children by about 50 MiB.
-    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 4, ["3000", str(size), "24"])
+    # coll_runahead sends whole longs: 4104 bytes is the first size above
+    # the 4 KiB lending threshold (4097 would be 512 longs, 4096 bytes).
+    # Lent, 6000 reduces grow a rank by about 8 MiB however many there are;
+    # unlent, 3000 4 KiB reduces grew one by 17-34 MiB, 12000 by 65-155.
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 4, ["6000", str(size), "16"])
 
 
 @pytest.mark.parametrize("nranks,nodes", P2P_SHAPES)

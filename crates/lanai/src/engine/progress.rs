@@ -242,7 +242,7 @@ impl Engine {
         while !done(self)? {
             // Pauses keep an idle TCP poll off the socket lock; a completion
             // word from the engine wants looking at far more often (64
-            // pauses are 1.5 us on this machine's cores, more on Intel's).
+            // pauses are 1.5 us on the AMD cores here).
             let pause = if tcp_only && !self.offload.as_ref().is_some_and(|o| o.busy()) {
                 TCP_ONLY_PAUSES
             } else {

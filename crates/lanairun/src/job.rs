@@ -199,8 +199,10 @@ fn start(opts: &Options) -> Result<Job, JobError> {
     let mut ranks: Vec<Rank> = Vec::with_capacity(size);
     let mut rank_stdin = None;
     let mut pgid = None;
+    let order = pin_order(opts.ranks);
     for r in 0..size {
-        let spawned = spawn_one(opts, r, pgid, job_pid, &nonce);
+        let core = order.as_ref().map(|o| o[r % o.len()]);
+        let spawned = spawn_one(opts, r, core, pgid, job_pid, &nonce);
         let (rank, stdin) = match spawned {
             Ok(x) => x,
             Err(e) => {
@@ -245,14 +247,15 @@ fn abandon(ranks: &[Rank], pgid: Option<Pid>) {
     }
 }
 
-/// The core rank `r` of `ranks` is pinned to, round-robin over the cores
-/// lanairun may use (a thread of every core before a second of any): always with `LANAI_BIND=core`, and under `auto` (the
-/// default) only when ranks outnumber cores. Oversubscribed ranks that the
-/// kernel moves between cores, or stacks five on one and three on the
-/// other, take turns unevenly; spread evenly, each waits one switch per
-/// collective (8 ranks on 2 cores: barrier 4.7-5.0 us pinned, 4.5-15 us
-/// not). With a core each, placement is left to the kernel unless asked.
-fn core_for(r: u32, ranks: u32) -> Option<usize> {
+/// The cores ranks are pinned to, round-robin (one thread of every core
+/// before a second of any), or none: always with `LANAI_BIND=core`, and
+/// under `auto` (the default) only when ranks outnumber cores.
+/// Oversubscribed ranks that the kernel moves between cores, or stacks five
+/// on one and three on the other, take turns unevenly; spread evenly, each
+/// waits one switch per collective (8 ranks on 2 cores: barrier 4.7-5.0 us
+/// pinned, 4.5-15 us not). With a core each, placement is left to the
+/// kernel unless asked. Computed once per job: it reads sysfs per core.
+fn pin_order(ranks: u32) -> Option<Vec<usize>> {
     let bind = bind_choice().ok()?;
     if bind == "none" {
         return None;
@@ -265,8 +268,7 @@ fn core_for(r: u32, ranks: u32) -> Option<usize> {
     if cpus.is_empty() || (bind == "auto" && ranks as usize <= cpus.len()) {
         return None;
     }
-    let order = placement::spread(&cpus);
-    Some(order[r as usize % order.len()])
+    Some(placement::spread(&cpus))
 }
 
 /// `LANAI_BIND`, checked.
@@ -288,6 +290,7 @@ fn cpu_set(cpu: usize) -> Option<nix::sched::CpuSet> {
 fn spawn_one(
     opts: &Options,
     r: usize,
+    core: Option<usize>,
     pgid: Option<Pid>,
     job_pid: i32,
     nonce: &str,
@@ -331,7 +334,7 @@ fn spawn_one(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(pgid.map_or(0, Pid::as_raw));
-    let cpus = core_for(r as u32, opts.ranks).and_then(cpu_set);
+    let cpus = core.and_then(cpu_set);
     let mut child = spawn_rank(cmd, theirs.as_raw_fd(), cpus)
         .map_err(|error| classify_spawn_error(opts, r, error))?;
     drop(theirs);

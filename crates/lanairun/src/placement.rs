@@ -17,14 +17,16 @@ pub struct Place {
 /// thread, and so on. Processors without a known place count as cores of
 /// their own.
 pub fn spread(cpus: &[(usize, Option<Place>)]) -> Vec<usize> {
-    let mut keyed: Vec<(usize, (i64, i64), usize)> = Vec::with_capacity(cpus.len());
     let mut sorted: Vec<_> = cpus.to_vec();
     sorted.sort_by_key(|&(c, _)| c);
+    let mut threads: std::collections::HashMap<(i64, i64), usize> = Default::default();
+    let mut keyed: Vec<(usize, (i64, i64), usize)> = Vec::with_capacity(cpus.len());
     for &(cpu, place) in &sorted {
         // A processor of unknown place is a core alone: key it by itself.
         let key = place.map_or((i64::MAX, cpu as i64), |p| (p.package, p.core));
-        let thread = keyed.iter().filter(|(_, k, _)| *k == key).count();
-        keyed.push((cpu, key, thread));
+        let thread = threads.entry(key).or_insert(0);
+        keyed.push((cpu, key, *thread));
+        *thread += 1;
     }
     keyed.sort_by_key(|&(cpu, key, thread)| (thread, key, cpu));
     keyed.into_iter().map(|(cpu, _, _)| cpu).collect()

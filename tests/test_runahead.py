@@ -1,9 +1,9 @@
 """Senders that run ahead of their receivers keep both sides' memory
 bounded.
 
-coll_runahead.c: large collective messages are lent to their receiver (by
-reference within a node, whole over TCP from 4 KiB), and a sender has at most
-LENT_MAX bytes of them unused past the instances that sent them
+coll_runahead.c: collective messages are lent to their receiver (large ones
+by reference within a node; over TCP, every message of a part that may
+finish before its receiver starts), and a sender has at most LENT_MAX bytes of them unused past the instances that sent them
 (engine/coll_ref.rs). It loops over 64 KiB reduces to a root that lingers
 at every call; a library that kept every early contribution would grow by
 about calls * 64 KiB per child of the root.
@@ -54,13 +54,29 @@ def test_collectives_around_the_lending_threshold_and_above(lanai_exes, size):
     _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 2, ["600", str(size), "32"])
 
 
-@pytest.mark.parametrize("size", [4104, 8192])
-def test_collectives_over_tcp_are_lent_from_4_kib(lanai_exes, size):
-    # coll_runahead sends whole longs: 4104 bytes is the first size above
-    # the 4 KiB lending threshold (4097 would be 512 longs, 4096 bytes).
-    # Lent, 6000 reduces grow a rank by about 8 MiB however many there are;
-    # unlent, 3000 4 KiB reduces grew one by 17-34 MiB, 12000 by 65-155.
-    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 4, ["6000", str(size), "16"])
+@pytest.mark.parametrize("size", [1024, 4104])
+def test_small_collective_messages_over_tcp_are_lent(lanai_exes, size):
+    # Every message of a reduce's non-root is lent over TCP, whatever its
+    # size. Lent, a rank grows by about 14 MiB at both 12000 and 40000
+    # reduces of 1 KiB; unlent (before), 1 KiB ones grew ranks by 10-16 MiB
+    # over 12000 and 50-67 MiB over 40000, and 4 KiB ones by 65-155 MiB
+    # over 12000.
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", 4, 4, ["30000", str(size), "24"])
+
+
+def test_tiny_messages_count_against_the_bound_too(lanai_exes):
+    # An 8-byte message counts as coll_ref::LENT_MIN_CHARGE (512) bytes, so
+    # non-roots running 30000 reduces ahead of a lingering root reach the
+    # 4 MiB bound (8192 messages) and wait for their root's answers: the
+    # leaves ask (LANAI_STATS "asked"), and every result is still right.
+    exe = lanai_exes["coll_runahead"]
+    r = run_job(lanairun_argv(exe, 4, 4, ["30000", "8", "16"]), exe, {"LANAI_STATS": "1"})
+    assert_passed(r, "coll_runahead")
+    assert_clean(r)
+    asked = harness.rank_stats(r.output, "asked")
+    assert len(asked) == 4, r.tail()
+    assert asked[0] == 0, r.tail()
+    assert any(asked[k] > 0 for k in (1, 2, 3)), r.tail()
 
 
 @pytest.mark.parametrize("nranks,nodes", P2P_SHAPES)

@@ -234,7 +234,8 @@ impl<C: Combine> Rabenseifner<C> {
     }
 }
 
-scheduled_collective!(Rabenseifner<C>);
+// Done means every rank's contribution is in, so every rank entered.
+scheduled_collective!(Rabenseifner<C>, synchronizes);
 
 /// Allreduce for any size in two bandwidth-optimal phases: rank `p` receives
 /// segment `p` of every vector and folds them locally in the canonical
@@ -293,7 +294,8 @@ impl<C: Combine> RingAllreduce<C> {
     }
 }
 
-scheduled_collective!(RingAllreduce<C>);
+// Done means every rank's contribution is in, so every rank entered.
+scheduled_collective!(RingAllreduce<C>, synchronizes);
 
 /// Reduce to rank 0 up the fixed binomial tree, then binomial broadcast from 0.
 pub struct ReduceBcast<C> {
@@ -383,6 +385,11 @@ impl<C: Combine> Collective for ReduceBcast<C> {
 
     fn is_done(&self) -> bool {
         self.outbox.is_empty() && self.bcast.as_ref().is_some_and(Bcast::is_done)
+    }
+
+    // Done means every rank's contribution is in, so every rank entered.
+    fn synchronizes(&self) -> bool {
+        true
     }
 
     fn result(&self) -> Option<&[u8]> {
@@ -491,6 +498,11 @@ impl<C: Combine> Collective for RecursiveDoubling<C> {
 
     fn is_done(&self) -> bool {
         self.round == self.rounds && self.outbox.is_empty()
+    }
+
+    // Done means every rank's contribution is in, so every rank entered.
+    fn synchronizes(&self) -> bool {
+        true
     }
 
     fn result(&self) -> Option<&[u8]> {

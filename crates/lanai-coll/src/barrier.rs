@@ -185,6 +185,11 @@ impl Collective for Dissemination {
     fn is_done(&self) -> bool {
         self.round == self.rounds && self.outbox.is_empty()
     }
+
+    // A barrier completes only once every rank has entered it.
+    fn synchronizes(&self) -> bool {
+        true
+    }
 }
 
 /// Where a rank is in the pairwise-exchange barrier.
@@ -339,6 +344,11 @@ impl Collective for PairwiseExchange {
     fn is_done(&self) -> bool {
         self.phase == PairPhase::Finished && self.outbox.is_empty()
     }
+
+    // A barrier completes only once every rank has entered it.
+    fn synchronizes(&self) -> bool {
+        true
+    }
 }
 
 /// Binomial barrier: arrivals gather up the rank-0 binomial tree, then the
@@ -423,6 +433,11 @@ impl Collective for Binomial {
 
     fn is_done(&self) -> bool {
         self.released && self.outbox.is_empty()
+    }
+
+    // A barrier completes only once every rank has entered it.
+    fn synchronizes(&self) -> bool {
+        true
     }
 }
 
@@ -516,5 +531,10 @@ impl Collective for KaryTree {
 
     fn is_done(&self) -> bool {
         self.released && self.outbox.is_empty()
+    }
+
+    // A barrier completes only once every rank has entered it.
+    fn synchronizes(&self) -> bool {
+        true
     }
 }

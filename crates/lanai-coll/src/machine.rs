@@ -115,6 +115,14 @@ pub trait Collective {
     fn take_result(&mut self) -> Option<Vec<u8>> {
         None
     }
+    /// True when, once this rank's part is done, every rank it sent to has
+    /// entered the instance (barriers, allreduces): its messages are then
+    /// used as they arrive, and a sender need not count them against how
+    /// far it may run ahead. False, the safe answer, for roles that finish
+    /// first, such as a reduce's non-root or a broadcast's root.
+    fn synchronizes(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Collective + ?Sized> Collective for Box<T> {
@@ -135,6 +143,9 @@ impl<T: Collective + ?Sized> Collective for Box<T> {
     }
     fn take_result(&mut self) -> Option<Vec<u8>> {
         (**self).take_result()
+    }
+    fn synchronizes(&self) -> bool {
+        (**self).synchronizes()
     }
 }
 

@@ -405,9 +405,16 @@ impl<C: Combine> Schedule<C> {
     }
 }
 
-/// Implements `Collective` for a wrapper whose field `inner` is a `Schedule`.
+/// Implements `Collective` for a wrapper whose field `inner` is a `Schedule`;
+/// `synchronizes` after the name sets [`Collective::synchronizes`].
 macro_rules! scheduled_collective {
     ($name:ident $(<$c:ident>)?) => {
+        $crate::schedule::scheduled_collective!($name $(<$c>)?, false);
+    };
+    ($name:ident $(<$c:ident>)?, synchronizes) => {
+        $crate::schedule::scheduled_collective!($name $(<$c>)?, true);
+    };
+    ($name:ident $(<$c:ident>)?, $sync:literal) => {
         impl$(<$c: $crate::ops::Combine>)? $crate::machine::Collective for $name$(<$c>)? {
             fn handle_message(
                 &mut self,
@@ -427,6 +434,9 @@ macro_rules! scheduled_collective {
             }
             fn take_result(&mut self) -> Option<Vec<u8>> {
                 self.inner.take_result()
+            }
+            fn synchronizes(&self) -> bool {
+                $sync
             }
         }
     };

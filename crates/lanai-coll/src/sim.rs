@@ -197,6 +197,9 @@ pub enum SimError {
     MessageAfterDone { from: u32, to: u32 },
     /// Nothing left to do, yet these ranks are not done.
     Stuck { not_done: Vec<u32> },
+    /// A machine that claims `synchronizes` was done while a rank it had
+    /// sent to had not entered the collective.
+    DoneBeforeReceiverEntered { rank: u32, to: u32 },
     /// The run took more than `MAX_EVENTS` events (a machine that never stops sending).
     EventLimit,
 }
@@ -222,6 +225,10 @@ impl fmt::Display for SimError {
             SimError::Stuck { not_done } => {
                 write!(f, "no event possible but ranks {not_done:?} are not done")
             }
+            SimError::DoneBeforeReceiverEntered { rank, to } => write!(
+                f,
+                "rank {rank} synchronizes but was done before rank {to}, which it sent to, entered"
+            ),
             SimError::EventLimit => write!(f, "run exceeded {MAX_EVENTS} events"),
         }
     }
@@ -243,6 +250,8 @@ pub fn run(
     let mut done = vec![false; n];
     let mut constructed_at = vec![0u64; n];
     let mut done_at = vec![0u64; n];
+    // (from, to) pairs that carried a message.
+    let mut sent = std::collections::BTreeSet::new();
     let mut time = 0u64;
     let mut messages = 0u64;
     let mut enabled = Vec::new();
@@ -318,11 +327,20 @@ pub fn run(
                         to: out.to,
                     });
                 }
+                sent.insert((rank, out.to));
                 queues.entry((rank, out.to)).or_default().push_back(out);
             }
             if !done[rank as usize] && m.is_done() {
                 done[rank as usize] = true;
                 done_at[rank as usize] = time;
+                if m.synchronizes() {
+                    let late = sent
+                        .range((rank, 0)..=(rank, u32::MAX))
+                        .find(|&&(_, to)| !constructed[to as usize]);
+                    if let Some(&(_, to)) = late {
+                        return Err(SimError::DoneBeforeReceiverEntered { rank, to });
+                    }
+                }
             }
         }
     }

@@ -948,6 +948,66 @@ fn sim_reports_misbehaving_collectives() {
         matches!(out, Err(SimError::MessageAfterDone { .. })),
         "{out:?}"
     );
+
+    // A broadcast's root that claimed to synchronize, with a receiver that
+    // enters late: it is done before that receiver entered.
+    let mut make = |r: u32| -> Result<Boxed, CollError> {
+        Ok(Box::new(Claims(Bcast::new(r, 4, 0, vec![1])?)))
+    };
+    let mut late = LateJoin {
+        late: vec![3],
+        inner: RandomOrder::new(1),
+    };
+    let out = run(4, &mut make, &mut late);
+    assert!(
+        matches!(
+            out,
+            Err(SimError::DoneBeforeReceiverEntered { rank: 0, .. })
+        ),
+        "{out:?}"
+    );
+}
+
+/// A machine that claims to synchronize whatever it wraps.
+struct Claims<M>(M);
+
+impl<M: Collective> Collective for Claims<M> {
+    fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
+        self.0.handle_message(from, data)
+    }
+    fn poll_send(&mut self) -> Option<lanai_coll::Outgoing> {
+        self.0.poll_send()
+    }
+    fn is_done(&self) -> bool {
+        self.0.is_done()
+    }
+    fn synchronizes(&self) -> bool {
+        true
+    }
+}
+
+/// Barriers and allreduces are done only once every rank they sent to has
+/// entered, as they claim (the simulator checks it on every run above,
+/// with late joiners); a reduce's non-root and a broadcast's root are not,
+/// and do not claim it.
+#[test]
+fn only_barriers_and_allreduces_claim_to_synchronize() {
+    for size in [1u32, 2, 3, 4, 5, 8] {
+        for algo in BARRIERS {
+            assert!(barrier(0, size, algo).unwrap().synchronizes());
+        }
+        assert!(KaryTree::new(0, size, 2).unwrap().synchronizes());
+        for algo in ALGOS.into_iter().filter(|a| algo_applies(*a, size)) {
+            let m = allreduce(0, size, enc_i64(&[1]), i64_sum(), algo).unwrap();
+            assert!(m.synchronizes());
+        }
+        assert!(!Bcast::new(0, size, 0, vec![1]).unwrap().synchronizes());
+        assert!(!Reduce::new(1 % size, size, 0, vec![1], Affine)
+            .unwrap()
+            .synchronizes());
+        let flat = FlatReduce::new(1 % size, size, 0, enc_i64(&[1]), i64_sum()).unwrap();
+        assert!(!flat.synchronizes());
+    }
 }
 
 /// The shared-memory fast path folds every contribution itself; it must

@@ -611,7 +611,8 @@ impl Engine {
                     RankMap::Identity => out.to,
                     RankMap::List(l) => l[out.to as usize],
                 };
-                self.send_coll(to, env, out)?;
+                let lend = !inst.machine.synchronizes();
+                self.send_coll(to, env, out, lend)?;
                 did = true;
             }
             let inst = &mut self.st.colls.active[i];

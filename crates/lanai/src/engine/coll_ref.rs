@@ -21,7 +21,11 @@
 //! overlaps the root's work. What a rank keeps for its peers that way is
 //! bounded by [`LENT_MAX`] bytes; beyond it an instance completes only once
 //! its references are read, as a rendezvous send does. That bound is the
-//! flow control between a sender that runs ahead and its receiver.
+//! flow control between a sender that runs ahead and its receiver. Over
+//! TCP the same bound counts the messages a receiver keeps for us: every
+//! message of an instance that may finish before its receiver starts
+//! (`Collective::synchronizes`), sent whole with [`ACK`], until the
+//! receiver's instance has it (`used_batch.rs`).
 //! `MPI_Finalize` begins with a barrier, and no peer enters it with a
 //! reference of ours unread (it reads every reference its instances need
 //! before they complete), so no body is freed while a peer may read it.
@@ -69,7 +73,7 @@ pub const ACK: u8 = 16;
 /// the next answer as soon as it is owed.
 pub const ASK: u8 = 32;
 
-/// A large message a peer has not used yet.
+/// A message a peer has not used yet, as it is lent.
 #[derive(Debug)]
 struct Lent {
     cookie: u64,
@@ -83,8 +87,96 @@ struct Lent {
     /// A reference's body, which the peer reads from here; `None` for a
     /// message sent whole, which the peer keeps.
     out: Option<Outgoing>,
-    /// We sent [`ASK`] for it and have had no answer from `to` since.
-    asked: bool,
+}
+
+/// What is kept of a lent message: small, since a sender may be thousands
+/// of small messages ahead (each slot's growth faults in fresh pages).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    cookie: u64,
+    /// 0 once taken.
+    bytes: usize,
+    to: u32,
+    ctx: u32,
+    seq: u32,
+    /// Its body waits in [`LentList::parked`].
+    by_ref: bool,
+}
+
+/// The messages lent, in cookie order. Up to a batch of answers per
+/// receiver of them, or thousands of small ones at the bound: a take is a
+/// binary search, and taken slots are dropped together once they are
+/// half. (A hash map cost a 2-rank 8-byte reduce over TCP 5-25 %; and a
+/// message that stays unanswered must not hold back the slots after it.)
+#[derive(Debug, Default)]
+struct LentList {
+    slots: Vec<Slot>,
+    live: usize,
+    /// References' envelopes and bodies, by cookie: large, so few.
+    parked: Vec<(u64, Envelope, Outgoing)>,
+}
+
+impl LentList {
+    /// Keeps `p`; returns the bytes it counts for.
+    fn push(&mut self, p: Lent) -> usize {
+        let slot = Slot {
+            cookie: p.cookie,
+            bytes: p.bytes.max(1),
+            to: p.to,
+            ctx: p.env.ctx,
+            seq: p.env.tag as u32,
+            by_ref: p.out.is_some(),
+        };
+        if let Some(out) = p.out {
+            self.parked.push((p.cookie, p.env, out));
+        }
+        // Cookies only grow, but for tests that pick their own.
+        let c = p.cookie;
+        let i = match self.slots.last() {
+            Some(last) if last.cookie > c => self.slots.partition_point(|s| s.cookie < c),
+            _ => self.slots.len(),
+        };
+        self.slots.insert(i, slot);
+        self.live += 1;
+        slot.bytes
+    }
+
+    /// Message `cookie`'s slot, and its envelope and body if it was a
+    /// reference, unless taken already.
+    fn take(&mut self, cookie: u64) -> Option<(Slot, Option<(Envelope, Outgoing)>)> {
+        let i = self
+            .slots
+            .binary_search_by_key(&cookie, |s| s.cookie)
+            .ok()?;
+        let slot = self.slots[i];
+        if slot.bytes == 0 {
+            return None;
+        }
+        self.slots[i].bytes = 0;
+        self.live -= 1;
+        if self.live == 0 {
+            self.slots.clear();
+        } else if self.slots.len() > 32 && self.live * 2 < self.slots.len() {
+            self.slots.retain(|s| s.bytes > 0);
+        }
+        let body = if slot.by_ref {
+            let j = self.parked.iter().position(|p| p.0 == cookie)?;
+            let (_, env, out) = self.parked.swap_remove(j);
+            Some((env, out))
+        } else {
+            None
+        };
+        Some((slot, body))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().filter(|s| s.bytes > 0)
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
 }
 
 /// A message from a sender whose earlier reference is being streamed.
@@ -103,20 +195,18 @@ struct Held {
 /// much memory on either side.
 pub const LENT_MAX: usize = 4 << 20;
 
-/// Collective messages over the network larger than this are lent too.
-/// Below it a sender may run ahead of its receiver unbounded, as eager
-/// sends do. With answers batched, lending from here made 4 ranks on 4
-/// emulated nodes run 8 KiB reduces in 12-15 us instead of 12-40 and
-/// 16 KiB ones in 17-21 instead of 37-74 (a root holding every early
-/// contribution faults in fresh pages: 100-140 MiB after 8000 calls),
-/// and cost an 8 KiB allreduce about 5 % (37.4 against 39.6 us); from
-/// 1 KiB, a 2 KiB reduce took 18 % longer.
-pub const NET_LEND_MIN: usize = 4096;
+/// What a small message sent whole counts against [`LENT_MAX`] at least:
+/// a receiver that has not reached its instance keeps an envelope and an
+/// allocation for it as well as its bytes, so 8-byte messages would
+/// otherwise let a sender run some 400 000 calls ahead.
+pub const LENT_MIN_CHARGE: usize = 512;
 
 #[derive(Debug, Default)]
 pub struct CollRefs {
     next_cookie: u64,
-    lent: Vec<Lent>,
+    lent: LentList,
+    /// Receivers we sent [`ASK`] and have had no answer from since.
+    asked: Vec<u32>,
     /// Bytes of the messages in `lent`.
     lent_bytes: usize,
     /// By sender (world rank): its messages since a reference we could not
@@ -133,6 +223,9 @@ pub struct CollRefs {
     pub passed: u64,
     pub reads: u64,
     pub refused_count: u64,
+    /// For `LANAI_STATS`: [`ASK`]s sent, one per receiver each time an
+    /// instance waited past the bound.
+    pub asks: u64,
 }
 
 impl CollRefs {
@@ -141,16 +234,11 @@ impl CollRefs {
     /// bytes are lent. It waits for its own messages alone, since whether
     /// a peer has reached the instances of others must not hold it.
     pub fn holds(&self, ctx: u32, seq: u32) -> bool {
-        self.lent_bytes > LENT_MAX
-            && self
-                .lent
-                .iter()
-                .any(|p| p.env.ctx == ctx && p.env.tag == seq as i32)
+        self.lent_bytes > LENT_MAX && self.lent.iter().any(|p| p.ctx == ctx && p.seq == seq)
     }
 
     fn lend(&mut self, p: Lent) {
-        self.lent_bytes += p.bytes;
-        self.lent.push(p);
+        self.lent_bytes += self.lent.push(p);
     }
 
     fn new_cookie(&mut self) -> u64 {
@@ -169,25 +257,31 @@ impl CollRefs {
         &mut self.held[i].1
     }
 
-    fn take(&mut self, cookie: u64) -> Option<Lent> {
-        let i = self.lent.iter().position(|p| p.cookie == cookie)?;
-        let p = self.lent.swap_remove(i);
-        self.lent_bytes -= p.bytes;
-        Some(p)
+    /// Forgets message `cookie`; gives back its receiver, and its envelope
+    /// and body if it was a reference.
+    fn take(&mut self, cookie: u64) -> Option<(u32, Option<(Envelope, Outgoing)>)> {
+        let (slot, body) = self.lent.take(cookie)?;
+        self.lent_bytes -= slot.bytes;
+        Some((slot.to, body))
     }
 
     /// Receivers to [`ASK`] for instance (`ctx`, `seq`), which `holds`:
-    /// those of its messages sent whole not asked for yet. Marks them.
+    /// those of its messages sent whole, unless asked already and silent
+    /// since. Marks them asked.
     pub fn receivers_to_ask(&mut self, ctx: u32, seq: u32) -> Vec<u32> {
         let mut to = Vec::new();
-        for p in &mut self.lent {
-            if p.out.is_none() && !p.asked && p.env.ctx == ctx && p.env.tag == seq as i32 {
-                p.asked = true;
-                if !to.contains(&p.to) {
-                    to.push(p.to);
-                }
+        for p in self.lent.iter() {
+            if !p.by_ref
+                && p.ctx == ctx
+                && p.seq == seq
+                && !self.asked.contains(&p.to)
+                && !to.contains(&p.to)
+            {
+                to.push(p.to);
             }
         }
+        to.sort_unstable();
+        self.asked.extend_from_slice(&to);
         to
     }
 }
@@ -209,9 +303,7 @@ impl State {
                 refs.take(c);
             }
             // Whatever `from` still has of ours may be asked for again.
-            for p in refs.lent.iter_mut().filter(|p| p.to == from) {
-                p.asked = false;
-            }
+            refs.asked.retain(|&t| t != from);
             self.colls.touch();
             return;
         }
@@ -416,12 +508,20 @@ impl Unread {
 
 impl Engine {
     /// Sends collective message `out` (enveloped as `env`) to world rank
-    /// `to`. A large one is lent: to a rank of our node by reference when
-    /// the ring cannot take it at once, else whole, as over the network,
-    /// asking for [`USED`] once the peer's instance has it, so that a peer
-    /// that has not reached the instance holds it for us against
-    /// [`LENT_MAX`].
-    pub(super) fn send_coll(&mut self, to: u32, env: Envelope, out: Outgoing) -> MpiResult<()> {
+    /// `to`. Over the network, a message of an instance that may finish
+    /// before its receiver starts (`lend`, see `Collective::synchronizes`)
+    /// is lent: sent whole, asking for [`USED`] once the peer's instance
+    /// has it, so that what a peer that has not reached the instance holds
+    /// for us counts against [`LENT_MAX`]. To a rank of our node, a large
+    /// one is lent by reference when the ring cannot take it at once; the
+    /// ring bounds the rest.
+    pub(super) fn send_coll(
+        &mut self,
+        to: u32,
+        env: Envelope,
+        out: Outgoing,
+        lend: bool,
+    ) -> MpiResult<()> {
         let eager = self.settings.eager_limit;
         let max = self.net.shm_max_payload();
         let by_ref = match self.net.routes[to as usize] {
@@ -433,7 +533,7 @@ impl Engine {
             Route::Shm(_) if out.body.len() > eager.min(max) => {
                 out.len() > 2 * max && self.settings.single_copy && !self.st.colls.refs.inline_only
             }
-            Route::Tcp if out.body.len() > NET_LEND_MIN => false,
+            Route::Tcp if lend => false,
             _ => return self.net_send_parts(to, &env, [&out.head, &out.body]),
         };
         let refs = &mut self.st.colls.refs;
@@ -443,9 +543,8 @@ impl Engine {
                 cookie,
                 to,
                 env,
-                bytes: out.len(),
+                bytes: out.len().max(LENT_MIN_CHARGE),
                 out: None,
-                asked: false,
             });
             let e = Envelope {
                 flags: env.flags | ACK,
@@ -471,7 +570,6 @@ impl Engine {
             env,
             bytes: out.body.len(),
             out: Some(out),
-            asked: false,
         });
         self.net_send(to, &r, &payload)
     }
@@ -480,13 +578,7 @@ impl Engine {
     pub(super) fn send_inline(&mut self, cookie: u64) -> MpiResult<()> {
         let refs = &mut self.st.colls.refs;
         refs.inline_only = true;
-        let Some(Lent {
-            to,
-            env,
-            out: Some(out),
-            ..
-        }) = refs.take(cookie)
-        else {
+        let Some((to, Some((env, out)))) = refs.take(cookie) else {
             return Ok(());
         };
         self.st.colls.touch();
@@ -516,6 +608,7 @@ impl Engine {
     /// receivers of its messages sent whole for their answers.
     pub(super) fn ask_used(&mut self, ctx: u32, seq: u32) -> MpiResult<()> {
         for to in self.st.colls.refs.receivers_to_ask(ctx, seq) {
+            self.st.colls.refs.asks += 1;
             self.net_send(to, &control(ASK, 0), &[])?;
         }
         Ok(())
@@ -678,7 +771,6 @@ mod tests {
             env: coll(0, 2, 0, 0, 4),
             bytes: 4,
             out: Some(Outgoing::new(1, &[7, 0], vec![1, 2, 3, 4])),
-            asked: false,
         });
         assert_eq!(st.colls.refs.lent_bytes, 4);
         st.deliver_coll(control(REF_STREAM, 3), 1, whole(&[]));
@@ -741,7 +833,6 @@ mod tests {
                 env: env(seq),
                 bytes: LENT_MAX / 2,
                 out: None,
-                asked: false,
             });
         }
         assert!(st.colls.refs.holds(9, 2));
@@ -802,7 +893,6 @@ mod tests {
                     env: coll(0, 1 << 20, ACK, 1 << 40, LENT_MAX),
                     bytes: LENT_MAX,
                     out: None,
-                    asked: false,
                 });
             }
             let mut owed = UsedBatches::default();
@@ -846,7 +936,6 @@ mod tests {
                             env: coll(0, sent, ACK, u64::from(sent) + 1, MSG),
                             bytes: MSG,
                             out: None,
-                            asked: false,
                         });
                         to_r.push_back(ToReceiver::Data);
                         pending.push(sent);
@@ -951,7 +1040,6 @@ mod tests {
             env: coll(0, 2, 0, 0, LENT_MAX),
             bytes: LENT_MAX,
             out: None,
-            asked: false,
         });
         assert!(!refs.holds(9, 2), "exactly at the bound");
         refs.lend(Lent {
@@ -960,7 +1048,6 @@ mod tests {
             env: coll(0, 3, 0, 0, 1),
             bytes: 1,
             out: Some(Outgoing::new(1, &[7, 0], vec![0])),
-            asked: false,
         });
         assert!(refs.holds(9, 2) && refs.holds(9, 3), "past the bound");
         assert!(!refs.holds(9, 4), "an instance with nothing unread");

@@ -1,10 +1,12 @@
-/* Ranks that run ahead of a slow root. A loop of large reduces to a root
- * that lingers a little at every call, so the others finish their calls
- * long before the root starts them; every result is checked. A library
- * that keeps every early contribution for the root, or lets the others
- * queue without limit, grows by calls * bytes per child; each rank's peak
- * resident size may grow by at most `limit_mib` over the loop.
- * usage: coll_runahead [calls] [bytes] [limit_mib]   (limit 0: no check) */
+/* Ranks that run ahead of slow ones. A loop of reduces to a root that
+ * lingers a little at every call, so the others finish their calls long
+ * before the root starts them; or, with "bcast", a loop of broadcasts
+ * from a root that runs ahead of lingering receivers. Every result is
+ * checked. A library that keeps every early message, or lets senders
+ * queue without limit, grows by calls * bytes per receiver; each rank's
+ * peak resident size may grow by at most `limit_mib` over the loop.
+ * usage: coll_runahead [calls] [bytes] [limit_mib] [reduce|bcast]
+ * (limit 0: no check) */
 #include "lt.h"
 
 static long val(int rank, int i, int call) { return (long)rank * 1000003 + i % 977 + call; }
@@ -23,10 +25,25 @@ int main(int argc, char **argv)
     int calls = argc > 1 ? atoi(argv[1]) : 3000;
     int bytes = argc > 2 ? atoi(argv[2]) : 65536;
     long limit_mib = argc > 3 ? atol(argv[3]) : 32;
+    int bcast = argc > 4 && !strcmp(argv[4], "bcast");
     int n = bytes / (int)sizeof(long);
     long *in = malloc(sizeof(long) * n), *out = malloc(sizeof(long) * n);
     long base = 0;
     for (int call = 0; call < calls; call++) {
+        if (bcast) {
+            for (int i = 0; i < n; i++)
+                in[i] = lt_rank == 0 ? val(0, i, call) : -1;
+            MPI_OK(MPI_Bcast(in, n, MPI_LONG, 0, MPI_COMM_WORLD));
+            if (lt_rank != 0) {
+                for (int i = 0; i < n; i++)
+                    CHECK(in[i] == val(0, i, call), "call %d [%d]: %ld, want %ld", call, i, in[i],
+                          val(0, i, call));
+                linger(40);
+            }
+            if (call == 0)
+                base = lt_peak_kib();
+            continue;
+        }
         for (int i = 0; i < n; i++)
             in[i] = val(lt_rank, i, call);
         MPI_OK(MPI_Reduce(in, out, n, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
@@ -44,7 +61,7 @@ int main(int argc, char **argv)
             base = lt_peak_kib();
     }
     char what[64];
-    snprintf(what, sizeof what, "%d reduces of %d bytes", calls, bytes);
+    snprintf(what, sizeof what, "%d %s of %d bytes", calls, bcast ? "broadcasts" : "reduces", bytes);
     LT_CHECK_GROWTH(base, limit_mib, what);
     free(in);
     free(out);

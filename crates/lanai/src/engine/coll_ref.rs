@@ -25,7 +25,8 @@
 //! TCP the same bound counts the messages a receiver keeps for us: every
 //! message of an instance that may finish before its receiver starts
 //! (`Collective::synchronizes`), sent whole with [`ACK`], until the
-//! receiver's instance has it (`used_batch.rs`).
+//! receiver's instance has it (`used_batch.rs`); within a node, such a
+//! small message once the ring to its receiver is full.
 //! `MPI_Finalize` begins with a barrier, and no peer enters it with a
 //! reference of ours unread (it reads every reference its instances need
 //! before they complete), so no body is freed while a peer may read it.
@@ -513,8 +514,10 @@ impl Engine {
     /// is lent: sent whole, asking for [`USED`] once the peer's instance
     /// has it, so that what a peer that has not reached the instance holds
     /// for us counts against [`LENT_MAX`]. To a rank of our node, a large
-    /// one is lent by reference when the ring cannot take it at once; the
-    /// ring bounds the rest.
+    /// one is lent by reference when the ring cannot take it at once, and
+    /// such a small one is lent whole once the ring to it is full: its
+    /// receiver is behind, and would otherwise drain the ring into its
+    /// early messages, or leave them queued here, without limit.
     pub(super) fn send_coll(
         &mut self,
         to: u32,
@@ -533,6 +536,8 @@ impl Engine {
             Route::Shm(_) if out.body.len() > eager.min(max) => {
                 out.len() > 2 * max && self.settings.single_copy && !self.st.colls.refs.inline_only
             }
+            // A ring that is full already means its receiver is behind.
+            Route::Shm(local) if lend && self.net.backlogged(local) => false,
             Route::Tcp if lend => false,
             _ => return self.net_send_parts(to, &env, [&out.head, &out.body]),
         };

@@ -189,4 +189,9 @@ impl Net {
     pub fn has_backlog(&self) -> bool {
         self.backlog_len > 0
     }
+
+    /// Whether messages to local rank `local` queue behind a full ring.
+    pub fn backlogged(&self, local: usize) -> bool {
+        self.backlog.get(local).is_some_and(|q| !q.is_empty())
+    }
 }

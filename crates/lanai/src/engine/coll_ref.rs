@@ -107,8 +107,9 @@ struct Slot {
 /// The messages lent, in cookie order. Up to a batch of answers per
 /// receiver of them, or thousands of small ones at the bound: a take is a
 /// binary search, and taken slots are dropped together once they are
-/// half. (A hash map cost a 2-rank 8-byte reduce over TCP 5-25 %; and a
-/// message that stays unanswered must not hold back the slots after it.)
+/// half. (With a hash map instead, a 2-rank 8-byte reduce over TCP took
+/// 1.16 times as long as unlent, against 1.02; and a message that stays unanswered must not hold
+/// back the slots after it, as in a ring indexed by cookie.)
 #[derive(Debug, Default)]
 struct LentList {
     slots: Vec<Slot>,
@@ -160,12 +161,12 @@ impl LentList {
         } else if self.slots.len() > 32 && self.live * 2 < self.slots.len() {
             self.slots.retain(|s| s.bytes > 0);
         }
-        let body = if slot.by_ref {
-            let j = self.parked.iter().position(|p| p.0 == cookie)?;
-            let (_, env, out) = self.parked.swap_remove(j);
-            Some((env, out))
-        } else {
-            None
+        let body = match self.parked.iter().position(|p| p.0 == cookie) {
+            Some(j) if slot.by_ref => {
+                let (_, env, out) = self.parked.swap_remove(j);
+                Some((env, out))
+            }
+            _ => None,
         };
         Some((slot, body))
     }
@@ -1032,6 +1033,53 @@ mod tests {
             }
             assert!(HELD.load(std::sync::atomic::Ordering::Relaxed) > 0);
         }
+    }
+
+    /// Answers come in any order; each message is taken once, a
+    /// reference's body comes back with it, slots taken are dropped once
+    /// they are half, and one message left unanswered holds nothing else.
+    #[test]
+    fn lent_messages_are_taken_in_any_order() {
+        let mut l = LentList::default();
+        let body = |c: u64| {
+            c.is_multiple_of(10)
+                .then(|| Outgoing::new(1, &[7, 0], vec![c as u8]))
+        };
+        for c in [5u64, 3, 4].into_iter().chain(6..=100) {
+            let bytes = l.push(Lent {
+                cookie: c,
+                to: (c % 3) as u32,
+                env: coll(0, c as u32, 0, 0, 1),
+                bytes: 0,
+                out: body(c),
+            });
+            assert_eq!(bytes, 1, "nothing counts for nothing");
+        }
+        assert!(l.slots.windows(2).all(|w| w[0].cookie < w[1].cookie));
+        for c in (3..=100u64).rev().filter(|c| c % 2 == 1 && *c != 3) {
+            let (slot, b) = l.take(c).unwrap();
+            assert_eq!(
+                (slot.cookie, slot.to, slot.seq),
+                (c, (c % 3) as u32, c as u32)
+            );
+            assert!(b.is_none());
+        }
+        assert!(l.take(5).is_none(), "taken once");
+        assert!(l.take(1).is_none(), "never lent");
+        for c in (4..=100u64).step_by(2) {
+            let (_, b) = l.take(c).unwrap();
+            match b {
+                Some((env, out)) => {
+                    assert!(c.is_multiple_of(10));
+                    assert_eq!((env.tag, out.body), (c as i32, vec![c as u8]));
+                }
+                None => assert!(!c.is_multiple_of(10)),
+            }
+        }
+        // Only message 3 is left: the taken slots around it are gone.
+        assert_eq!(l.iter().map(|s| s.cookie).collect::<Vec<_>>(), vec![3]);
+        assert!(l.slots.len() < 32 && l.parked.is_empty());
+        assert!(l.take(3).is_some() && l.is_empty() && l.slots.is_empty());
     }
 
     /// An instance whose references are unread completes while the bodies

@@ -7,16 +7,43 @@ use super::net::{self, Net};
 use super::Engine;
 use super::Spin;
 use lanai_wire::envelope::Kind;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long a waiting rank spins without yielding.
 const PURE_SPIN: Duration = Duration::from_micros(50);
 
-/// Pause instructions between idle polls of a rank whose only transport is
-/// TCP (about 1.5 us on the AMD cores here): a read of an empty socket takes the
-/// socket lock that the sender's delivery needs, and polling back to back
-/// slowed the 0-byte ping-pong by about 0.1 us.
-const TCP_ONLY_PAUSES: u32 = 64;
+/// Time between idle polls of a rank whose only transport is TCP: a read
+/// of an empty socket takes the socket lock that the sender's delivery
+/// needs, and polling back to back slowed the 0-byte ping-pong by about
+/// 0.1 us. It was 64 pauses, 1.46 us on the AMD cores here; a pause takes
+/// several times as long on recent Intel cores, so it is timed instead.
+const TCP_POLL_GAP: Duration = Duration::from_nanos(1460);
+
+/// Pause instructions that take about [`TCP_POLL_GAP`] on this CPU,
+/// timed once per process when first needed.
+fn tcp_only_pauses() -> u32 {
+    static PAUSES: OnceLock<u32> = OnceLock::new();
+    *PAUSES.get_or_init(|| pauses_for(TCP_POLL_GAP))
+}
+
+/// How many pause instructions take `gap`: the fastest of three timed runs
+/// (a run the scheduler interrupts only looks slower), at least one.
+fn pauses_for(gap: Duration) -> u32 {
+    const RUN: u32 = 256;
+    let fastest = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..RUN {
+                std::hint::spin_loop();
+            }
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default();
+    let n = gap.as_nanos() * u128::from(RUN) / fastest.as_nanos().max(1);
+    n.clamp(1, 4096) as u32
+}
 
 impl Engine {
     /// One pass over every transport. True if anything happened.
@@ -241,10 +268,9 @@ impl Engine {
         let tcp_only = self.net.shm.is_none() && self.net.tcp.is_some();
         while !done(self)? {
             // Pauses keep an idle TCP poll off the socket lock; a completion
-            // word from the engine wants looking at far more often (64
-            // pauses are 1.5 us on the AMD cores here).
+            // word from the engine wants looking at far more often.
             let pause = if tcp_only && !self.offload.as_ref().is_some_and(|o| o.busy()) {
-                TCP_ONLY_PAUSES
+                tcp_only_pauses()
             } else {
                 1
             };
@@ -313,5 +339,19 @@ impl Engine {
 
     pub fn wait(&mut self, req: usize) -> MpiResult<()> {
         self.wait_until(|e| e.is_done(req))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_are_counted_for_a_time() {
+        let n = pauses_for(TCP_POLL_GAP);
+        assert!((1..=4096).contains(&n), "{n}");
+        assert!(pauses_for(Duration::ZERO) == 1);
+        assert!(pauses_for(Duration::from_secs(1)) == 4096);
+        assert_eq!(tcp_only_pauses(), tcp_only_pauses(), "timed once");
     }
 }

@@ -97,11 +97,6 @@ pub struct DeviceRank {
     /// Members before this index have been seen arrived (inputs never go
     /// back within a barrier, so a scan resumes where it stopped).
     cursor: usize,
-    /// Still in the scan right after arriving. A peer that completes that
-    /// scan arrived last (or tied); it raises the output only when someone
-    /// sleeps on it, since awake peers watch the inputs themselves. That
-    /// keeps the output line out of the common path.
-    first_scan: bool,
 }
 
 impl DeviceRank {
@@ -114,7 +109,6 @@ impl DeviceRank {
             role,
             phase: Phase::Arrive,
             cursor: 0,
-            first_scan: true,
         }
     }
 
@@ -163,7 +157,6 @@ impl DeviceRank {
                     return self.all_in(once);
                 };
                 if !reached(w.input(i), self.gen) {
-                    self.first_scan = false;
                     return match (self.role, once) {
                         (Role::Leader, _) => Step::Pending,
                         (_, true) => {
@@ -203,13 +196,18 @@ impl DeviceRank {
 
     fn all_in(&mut self, once: bool) -> Step {
         match self.role {
-            Role::Peer if self.first_scan => {
+            // Every peer that sees the last input raises the output, but
+            // only when someone sleeps on it: awake peers watch the inputs
+            // themselves, which keeps the output line out of the common
+            // path. Not only the one whose first scan after arriving saw
+            // everyone: inputs are stored without a fence, so the last two
+            // arrivers can each miss the other's store in that scan, and
+            // then neither raised, and sleepers waited out their timeout
+            // (`threads_through_many_barriers_with_futex_sleep`, 13 % of
+            // runs beside the other tests).
+            Role::Peer => {
                 self.phase = Phase::AskSleepers;
                 Step::Continue
-            }
-            Role::Peer => {
-                self.phase = Phase::Done;
-                Step::Done { raised: false }
             }
             Role::Leader => {
                 self.phase = Phase::Gathered;
@@ -389,6 +387,84 @@ mod tests {
     fn every_interleaving_across_wrap() {
         explore(3, 3, u32::MAX - 1, false, true);
         explore(3, 3, u32::MAX - 1, true, false);
+    }
+
+    /// Wires as one rank sees them: its own input store waits in its store
+    /// buffer until `flush`, as x86 lets a later load pass it.
+    struct Buffered<'a> {
+        model: &'a Model,
+        me: usize,
+        pending: Cell<Option<u32>>,
+    }
+
+    impl Buffered<'_> {
+        fn flush(&self) {
+            if let Some(gen) = self.pending.take() {
+                self.model.set_input(self.me, gen);
+            }
+        }
+    }
+
+    impl Wires for Buffered<'_> {
+        fn input(&self, i: usize) -> u32 {
+            match self.pending.get() {
+                Some(gen) if i == self.me => gen,
+                _ => self.model.input(i),
+            }
+        }
+        fn set_input(&self, i: usize, gen: u32) {
+            assert_eq!(i, self.me);
+            self.pending.set(Some(gen));
+        }
+        fn output(&self) -> u32 {
+            self.model.output()
+        }
+        fn raise_output(&self, gen: u32) -> bool {
+            self.model.raise_output(gen)
+        }
+        fn has_sleepers(&self) -> bool {
+            self.model.has_sleepers()
+        }
+    }
+
+    /// The last two peers arrive together and each misses the other's
+    /// input; one of them must still raise the output for a rank asleep
+    /// on it when it sees everyone later.
+    #[test]
+    fn the_last_two_arrivers_missing_each_other_still_wake_sleepers() {
+        let members = [0, 1, 2];
+        // Rank 2 arrived first and sleeps on the output.
+        let model = Model::new(3, 0, true);
+        model.set_input(2, 1);
+        let view = |me| Buffered {
+            model: &model,
+            me,
+            pending: Cell::new(None),
+        };
+        let (v0, v1) = (view(0), view(1));
+        let (mut r0, mut r1) = (
+            DeviceRank::new(0, 1, Role::Peer),
+            DeviceRank::new(1, 1, Role::Peer),
+        );
+        assert_eq!(r0.poll(&v0, &members), Step::Pending);
+        assert_eq!(r1.poll(&v1, &members), Step::Pending);
+        v0.flush();
+        v1.flush();
+        let a = r0.poll(&v0, &members);
+        let b = r1.poll(&v1, &members);
+        assert_eq!(
+            model.output(),
+            1,
+            "nobody raised: the sleeper waits out its timeout"
+        );
+        let raised = [a, b]
+            .iter()
+            .filter(|s| **s == Step::Done { raised: true })
+            .count();
+        assert_eq!(
+            raised, 1,
+            "{a:?} {b:?}: one raises, and so wakes the sleeper"
+        );
     }
 
     #[test]

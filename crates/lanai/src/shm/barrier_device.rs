@@ -692,6 +692,11 @@ mod tests {
                 });
             }
         });
+        assert_eq!(
+            missed.load(Ordering::SeqCst),
+            0,
+            "a sleeper waited out its timeout: a wake-up was lost"
+        );
         let ch = Device::new(&named.1, 0, n, 1).unwrap().channel(0);
         assert!((0..n).all(|i| ch.input(i) == 2000));
         assert!(ch.output() <= 2000);

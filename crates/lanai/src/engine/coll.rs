@@ -214,6 +214,9 @@ struct Instance {
     /// Where the result goes, written when the instance completes.
     out: Option<CollOut>,
     error: Option<String>,
+    /// Cookies of the messages it lent (`coll_ref.rs`), so that past the
+    /// lending bound it waits for its own and asks only their receivers.
+    lent: Vec<u64>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -229,6 +232,12 @@ impl std::fmt::Debug for Instance {
 #[derive(Debug, Default)]
 pub struct Colls {
     active: Vec<Instance>,
+    /// Instances done but for their lent messages, past the lending bound
+    /// (`coll_ref.rs`): apart, so that thousands of them waiting cost a
+    /// pass nothing until an answer comes.
+    held: Vec<Instance>,
+    /// `CollRefs::generation` when `held` was last looked at.
+    held_seen: u64,
     /// Barriers running on the central device.
     pub central: Vec<super::central::CentralOp>,
     /// Reduces running through the device's mailboxes.
@@ -338,6 +347,7 @@ impl Colls {
             req: 0,
             out: None,
             error: None,
+            lent: Vec::new(),
         });
     }
 
@@ -571,6 +581,7 @@ impl Engine {
             req,
             out,
             error: None,
+            lent: Vec::new(),
         });
         self.st.colls.dirty = true;
         // The machine's first messages go out before the early ones are
@@ -612,7 +623,9 @@ impl Engine {
                     RankMap::List(l) => l[out.to as usize],
                 };
                 let lend = !inst.machine.synchronizes();
-                self.send_coll(to, env, out, lend)?;
+                if let Some(cookie) = self.send_coll(to, env, out, lend)? {
+                    self.st.colls.active[i].lent.push(cookie);
+                }
                 did = true;
             }
             let inst = &mut self.st.colls.active[i];
@@ -621,24 +634,44 @@ impl Engine {
                     "collective protocol error: {e}"
                 )));
             }
-            // Done, unless it waits past the lending bound for its large
-            // messages to be used: then it asks for their answers.
-            if inst.machine.is_done() && self.st.colls.refs.holds(inst.ctx, inst.seq) {
-                let (ctx, seq) = (inst.ctx, inst.seq);
-                self.ask_used(ctx, seq)?;
+            if !inst.machine.is_done() {
                 i += 1;
-            } else if inst.machine.is_done() {
-                let mut inst = self.st.colls.active.swap_remove(i);
-                if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {
-                    out.deliver(&res);
+                continue;
+            }
+            let inst = self.st.colls.active.swap_remove(i);
+            did |= self.finish_or_hold(inst)?;
+        }
+        let colls = &mut self.st.colls;
+        if !colls.held.is_empty() && colls.held_seen != colls.refs.generation {
+            colls.held_seen = colls.refs.generation;
+            let mut waiting = std::mem::take(&mut colls.held).into_iter();
+            while let Some(inst) = waiting.next() {
+                match self.finish_or_hold(inst) {
+                    Ok(d) => did |= d,
+                    Err(e) => {
+                        self.st.colls.held.extend(waiting);
+                        return Err(e);
+                    }
                 }
-                self.st.reqs.complete(inst.req, coll_status());
-                did = true;
-            } else {
-                i += 1;
             }
         }
         Ok(did)
+    }
+
+    /// Completes a done instance, unless it waits past the lending bound
+    /// for its lent messages to be used: then it asks for their answers
+    /// and is held until an answer comes. True if it completed.
+    fn finish_or_hold(&mut self, mut inst: Instance) -> MpiResult<bool> {
+        if self.st.colls.refs.holds(&mut inst.lent) {
+            let r = self.ask_used(&inst.lent);
+            self.st.colls.held.push(inst);
+            return r.map(|()| false);
+        }
+        if let (Some(out), Some(res)) = (&inst.out, inst.machine.take_result()) {
+            out.deliver(&res);
+        }
+        self.st.reqs.complete(inst.req, coll_status());
+        Ok(true)
     }
 
     /// Waits for the collective request `req` and releases it.

@@ -98,8 +98,6 @@ struct Slot {
     /// 0 once taken.
     bytes: usize,
     to: u32,
-    ctx: u32,
-    seq: u32,
     /// Its body waits in [`LentList::parked`].
     by_ref: bool,
 }
@@ -125,8 +123,6 @@ impl LentList {
             cookie: p.cookie,
             bytes: p.bytes.max(1),
             to: p.to,
-            ctx: p.env.ctx,
-            seq: p.env.tag as u32,
             by_ref: p.out.is_some(),
         };
         if let Some(out) = p.out {
@@ -171,6 +167,16 @@ impl LentList {
         Some((slot, body))
     }
 
+    /// Message `cookie`'s slot while it is lent.
+    fn get(&self, cookie: u64) -> Option<&Slot> {
+        let i = self
+            .slots
+            .binary_search_by_key(&cookie, |s| s.cookie)
+            .ok()?;
+        Some(&self.slots[i]).filter(|s| s.bytes > 0)
+    }
+
+    #[cfg(test)]
     fn iter(&self) -> impl Iterator<Item = &Slot> {
         self.slots.iter().filter(|s| s.bytes > 0)
     }
@@ -228,15 +234,24 @@ pub struct CollRefs {
     /// For `LANAI_STATS`: [`ASK`]s sent, one per receiver each time an
     /// instance waited past the bound.
     pub asks: u64,
+    /// Moves on whenever an answer comes or a message is forgotten: an
+    /// instance found holding need not be looked at again until it has.
+    pub generation: u64,
 }
 
 impl CollRefs {
-    /// Whether instance (`ctx`, `seq`) must wait for its large messages
-    /// to be used before it completes: only when more than [`LENT_MAX`]
-    /// bytes are lent. It waits for its own messages alone, since whether
-    /// a peer has reached the instances of others must not hold it.
-    pub fn holds(&self, ctx: u32, seq: u32) -> bool {
-        self.lent_bytes > LENT_MAX && self.lent.iter().any(|p| p.ctx == ctx && p.seq == seq)
+    /// Whether an instance that lent the messages `lent` (their cookies)
+    /// must wait for them to be used before it completes: only when more
+    /// than [`LENT_MAX`] bytes are lent. It waits for its own messages
+    /// alone, since whether a peer has reached the instances of others
+    /// must not hold it. Forgets from `lent` those already used, so a
+    /// check costs what the instance lent, not what every instance did.
+    pub fn holds(&self, lent: &mut Vec<u64>) -> bool {
+        if self.lent_bytes <= LENT_MAX {
+            return false;
+        }
+        lent.retain(|&c| self.lent.get(c).is_some());
+        !lent.is_empty()
     }
 
     fn lend(&mut self, p: Lent) {
@@ -264,21 +279,17 @@ impl CollRefs {
     fn take(&mut self, cookie: u64) -> Option<(u32, Option<(Envelope, Outgoing)>)> {
         let (slot, body) = self.lent.take(cookie)?;
         self.lent_bytes -= slot.bytes;
+        self.generation += 1;
         Some((slot.to, body))
     }
 
-    /// Receivers to [`ASK`] for instance (`ctx`, `seq`), which `holds`:
-    /// those of its messages sent whole, unless asked already and silent
-    /// since. Marks them asked.
-    pub fn receivers_to_ask(&mut self, ctx: u32, seq: u32) -> Vec<u32> {
+    /// Receivers to [`ASK`] for an instance that `holds` with messages
+    /// `lent`: those of its messages sent whole, unless asked already and
+    /// silent since. Marks them asked.
+    pub fn receivers_to_ask(&mut self, lent: &[u64]) -> Vec<u32> {
         let mut to = Vec::new();
-        for p in self.lent.iter() {
-            if !p.by_ref
-                && p.ctx == ctx
-                && p.seq == seq
-                && !self.asked.contains(&p.to)
-                && !to.contains(&p.to)
-            {
+        for p in lent.iter().filter_map(|&c| self.lent.get(c)) {
+            if !p.by_ref && !self.asked.contains(&p.to) && !to.contains(&p.to) {
                 to.push(p.to);
             }
         }
@@ -306,6 +317,7 @@ impl State {
             }
             // Whatever `from` still has of ours may be asked for again.
             refs.asked.retain(|&t| t != from);
+            refs.generation += 1;
             self.colls.touch();
             return;
         }
@@ -525,7 +537,7 @@ impl Engine {
         env: Envelope,
         out: Outgoing,
         lend: bool,
-    ) -> MpiResult<()> {
+    ) -> MpiResult<Option<u64>> {
         let eager = self.settings.eager_limit;
         let max = self.net.shm_max_payload();
         let by_ref = match self.net.routes[to as usize] {
@@ -540,7 +552,10 @@ impl Engine {
             // A ring that is full already means its receiver is behind.
             Route::Shm(local) if lend && self.net.backlogged(local) => false,
             Route::Tcp if lend => false,
-            _ => return self.net_send_parts(to, &env, [&out.head, &out.body]),
+            _ => {
+                self.net_send_parts(to, &env, [&out.head, &out.body])?;
+                return Ok(None);
+            }
         };
         let refs = &mut self.st.colls.refs;
         let cookie = refs.new_cookie();
@@ -557,7 +572,8 @@ impl Engine {
                 cookie,
                 ..env
             };
-            return self.net_send_parts(to, &e, [&out.head, &out.body]);
+            self.net_send_parts(to, &e, [&out.head, &out.body])?;
+            return Ok(Some(cookie));
         }
         refs.passed += 1;
         let r = Envelope {
@@ -577,7 +593,8 @@ impl Engine {
             bytes: out.body.len(),
             out: Some(out),
         });
-        self.net_send(to, &r, &payload)
+        self.net_send(to, &r, &payload)?;
+        Ok(Some(cookie))
     }
 
     /// A receiver could not read reference `cookie`: send it inline.
@@ -610,10 +627,10 @@ impl Engine {
         self.net_send(to, &control(USED, first), &rest)
     }
 
-    /// Instance (`ctx`, `seq`) waits past the lending bound: asks the
+    /// An instance that lent `lent` waits past the lending bound: asks the
     /// receivers of its messages sent whole for their answers.
-    pub(super) fn ask_used(&mut self, ctx: u32, seq: u32) -> MpiResult<()> {
-        for to in self.st.colls.refs.receivers_to_ask(ctx, seq) {
+    pub(super) fn ask_used(&mut self, lent: &[u64]) -> MpiResult<()> {
+        for to in self.st.colls.refs.receivers_to_ask(lent) {
             self.st.colls.refs.asks += 1;
             self.net_send(to, &control(ASK, 0), &[])?;
         }
@@ -841,19 +858,23 @@ mod tests {
                 out: None,
             });
         }
-        assert!(st.colls.refs.holds(9, 2));
-        assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3, 5]);
+        // The instance of sequence number 2 lent 1, 2 and 3.
+        let mut two = vec![1, 2, 3];
+        assert!(st.colls.refs.holds(&mut two));
+        assert_eq!(st.colls.refs.receivers_to_ask(&two), vec![3, 5]);
         assert!(
-            st.colls.refs.receivers_to_ask(9, 2).is_empty(),
+            st.colls.refs.receivers_to_ask(&two).is_empty(),
             "asked already"
         );
         // Rank 3 answers one of its two: it may be asked again.
         st.deliver_coll(control(USED, 1), 3, whole(&[]));
-        assert_eq!(st.colls.refs.receivers_to_ask(9, 2), vec![3]);
+        assert!(st.colls.refs.holds(&mut two));
+        assert_eq!(two, vec![2, 3], "the used one is forgotten");
+        assert_eq!(st.colls.refs.receivers_to_ask(&two), vec![3]);
         let rest = used_batch::encode_rest(&[3, 4]);
         st.deliver_coll(control(USED, 3), 3, Msg::Whole(Cow::Owned(rest)));
         assert_eq!(st.colls.refs.lent_bytes, LENT_MAX / 2, "rank 5's is left");
-        assert!(!st.colls.refs.holds(9, 2));
+        assert!(!st.colls.refs.holds(&mut two));
     }
 
     /// One sender lending 128 KiB messages over the network, one per
@@ -952,7 +973,7 @@ mod tests {
                     3 | 4 => {
                         let mut ask = Vec::new();
                         pending.retain(|&seq| {
-                            let holds = s.colls.refs.holds(9, seq);
+                            let holds = s.colls.refs.holds(&mut vec![u64::from(seq) + 1]);
                             if holds {
                                 ask.push(seq);
                             }
@@ -961,7 +982,7 @@ mod tests {
                         done = sent - pending.len() as u32;
                         for seq in ask {
                             held = true;
-                            for to in s.colls.refs.receivers_to_ask(9, seq) {
+                            for to in s.colls.refs.receivers_to_ask(&[u64::from(seq) + 1]) {
                                 prop_assert_eq!(to, RECEIVER);
                                 to_r.push_back(ToReceiver::Ask);
                             }
@@ -1058,10 +1079,7 @@ mod tests {
         assert!(l.slots.windows(2).all(|w| w[0].cookie < w[1].cookie));
         for c in (3..=100u64).rev().filter(|c| c % 2 == 1 && *c != 3) {
             let (slot, b) = l.take(c).unwrap();
-            assert_eq!(
-                (slot.cookie, slot.to, slot.seq),
-                (c, (c % 3) as u32, c as u32)
-            );
+            assert_eq!((slot.cookie, slot.to), (c, (c % 3) as u32));
             assert!(b.is_none());
         }
         assert!(l.take(5).is_none(), "taken once");
@@ -1094,7 +1112,7 @@ mod tests {
             bytes: LENT_MAX,
             out: None,
         });
-        assert!(!refs.holds(9, 2), "exactly at the bound");
+        assert!(!refs.holds(&mut vec![1]), "exactly at the bound");
         refs.lend(Lent {
             cookie: 2,
             to: 1,
@@ -1102,9 +1120,16 @@ mod tests {
             bytes: 1,
             out: Some(Outgoing::new(1, &[7, 0], vec![0])),
         });
-        assert!(refs.holds(9, 2) && refs.holds(9, 3), "past the bound");
-        assert!(!refs.holds(9, 4), "an instance with nothing unread");
+        assert!(
+            refs.holds(&mut vec![1]) && refs.holds(&mut vec![2]),
+            "past the bound"
+        );
+        assert!(!refs.holds(&mut vec![]), "an instance with nothing unread");
+        assert!(
+            !refs.holds(&mut vec![7]),
+            "an instance whose messages were used"
+        );
         refs.take(1);
-        assert!(!refs.holds(9, 3));
+        assert!(!refs.holds(&mut vec![2]));
     }
 }

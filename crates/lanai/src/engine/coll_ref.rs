@@ -106,8 +106,9 @@ struct Slot {
 /// receiver of them, or thousands of small ones at the bound: a take is a
 /// binary search, and taken slots are dropped together once they are
 /// half. (With a hash map instead, a 2-rank 8-byte reduce over TCP took
-/// 1.16 times as long as unlent, against 1.02; and a message that stays unanswered must not hold
-/// back the slots after it, as in a ring indexed by cookie.)
+/// 1.16 times as long as unlent, against 1.02; and a message that stays
+/// unanswered must not hold back the slots after it, as it would in a
+/// ring indexed by cookie.)
 #[derive(Debug, Default)]
 struct LentList {
     slots: Vec<Slot>,
@@ -157,12 +158,14 @@ impl LentList {
         } else if self.slots.len() > 32 && self.live * 2 < self.slots.len() {
             self.slots.retain(|s| s.bytes > 0);
         }
-        let body = match self.parked.iter().position(|p| p.0 == cookie) {
-            Some(j) if slot.by_ref => {
+        let body = if slot.by_ref {
+            let j = self.parked.iter().position(|p| p.0 == cookie);
+            j.map(|j| {
                 let (_, env, out) = self.parked.swap_remove(j);
-                Some((env, out))
-            }
-            _ => None,
+                (env, out)
+            })
+        } else {
+            None
         };
         Some((slot, body))
     }
@@ -196,11 +199,11 @@ struct Held {
     msg: Msg<'static>,
 }
 
-/// Bytes of large messages a rank may have lent its peers past the
-/// completion of the instances that sent them (bodies it keeps for them,
-/// or messages they keep until they reach the instance): enough for a
-/// non-root to run a few large reduces ahead of its root without holding
-/// much memory on either side.
+/// Bytes of messages a rank may have lent its peers past the completion
+/// of the instances that sent them (bodies it keeps for them, or messages
+/// they keep until they reach the instance): enough for a non-root to run
+/// a few large reduces, or thousands of small ones, ahead of its root
+/// without holding much memory on either side.
 pub const LENT_MAX: usize = 4 << 20;
 
 /// What a small message sent whole counts against [`LENT_MAX`] at least:

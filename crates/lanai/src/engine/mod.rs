@@ -22,7 +22,7 @@ pub mod net;
 pub mod offload;
 mod p2p;
 mod persistent;
-mod progress;
+pub(crate) mod progress;
 pub mod request;
 pub mod topo;
 mod used_batch;

@@ -10,8 +10,10 @@ use lanai_wire::envelope::Kind;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// How long a waiting rank spins without yielding.
-const PURE_SPIN: Duration = Duration::from_micros(50);
+/// How long a waiting rank, or an idle engine with a core of its own,
+/// spins without yielding: a `sched_yield` per poll is a system call that
+/// delays seeing what it waits for.
+pub(crate) const PURE_SPIN: Duration = Duration::from_micros(50);
 
 /// Time between idle polls of a rank whose only transport is TCP: a read
 /// of an empty socket takes the socket lock that the sender's delivery

@@ -16,6 +16,7 @@ use super::core::{Core, Header, Transmit};
 use super::desc::{Desc, Work};
 use super::trace::{Event, Trace};
 use crate::engine::doorbell::Doorbell;
+use crate::engine::progress::PURE_SPIN;
 use crate::shm::engine_seg::{self as es, EngineSeg};
 use lanai_common::knobs;
 use lanai_tcp::TcpTransport;
@@ -36,11 +37,6 @@ const LIVENESS: Duration = Duration::from_millis(100);
 /// polling up to 200-1000 us; idle engines still sleep at once when
 /// oversubscribed, so computing ranks keep the cores.
 const IN_FLIGHT_SPIN: Duration = Duration::from_millis(1);
-
-/// How long an idle engine with a core of its own polls without yielding,
-/// as a waiting rank does: a `sched_yield` per poll is a system call that
-/// delays seeing the next descriptor.
-const PURE_SPIN: Duration = Duration::from_micros(50);
 
 /// With nothing in flight, TCP is polled on every this many passes: what
 /// arrives early waits for its rank's descriptor anyway, and the system

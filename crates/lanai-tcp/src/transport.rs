@@ -270,6 +270,14 @@ impl TcpTransport {
             .is_some_and(|l| l.up_conn().is_some())
     }
 
+    /// True once `to` has said goodbye (or we shut down): nothing more can
+    /// go to it.
+    pub fn is_closed(&self, to: u32) -> bool {
+        self.links
+            .get(to as usize)
+            .is_some_and(|l| l.state() == LinkState::Closed)
+    }
+
     /// Adds a readable fd (e.g. a shared-memory doorbell) to the wait set.
     /// The caller keeps it open and drains it; while it stays readable,
     /// `progress` returns at once with `wake_fd_ready`.

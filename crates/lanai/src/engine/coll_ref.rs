@@ -620,12 +620,18 @@ impl Engine {
         self.net_send(to, &control(flags, cookie), &[])
     }
 
-    /// Sends world rank `to` the [`USED`] answers we owe it, if any.
+    /// Sends world rank `to` the [`USED`] answers we owe it, if any. A
+    /// rank that has said goodbye needs none: it left `MPI_Finalize`'s
+    /// barrier, so every instance of its was complete, and it may do so
+    /// while answers it asked for earlier are still owed here.
     pub(super) fn send_used(&mut self, to: u32) -> MpiResult<()> {
         let cookies = self.st.colls.refs.owed.take(to);
         let Some(&first) = cookies.first() else {
             return Ok(());
         };
+        if self.net.tcp.as_ref().is_some_and(|t| t.is_closed(to)) {
+            return Ok(());
+        }
         let rest = used_batch::encode_rest(&cookies);
         self.net_send(to, &control(USED, first), &rest)
     }

@@ -18,6 +18,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 type Machine = Box<dyn Collective + Send>;
+/// An instance's name: its collective context and sequence number.
+type Key = (u32, u32);
+/// Keys are small and made by us, so FNV beats the default's SipHash here.
+type KeyMap<V> = HashMap<Key, V, fnv::FnvBuildHasher>;
 /// A reduction operator as the engine carries it. Predefined operators
 /// are held inline, so a small reduction allocates nothing for its operator.
 /// How a reduction's operation becomes a [`Combiner`]: only on the ranks
@@ -217,6 +221,8 @@ struct Instance {
     /// Cookies of the messages it lent (`coll_ref.rs`), so that past the
     /// lending bound it waits for its own and asks only their receivers.
     lent: Vec<u64>,
+    /// Listed in `Colls::ready`.
+    queued: bool,
 }
 
 impl std::fmt::Debug for Instance {
@@ -232,6 +238,12 @@ impl std::fmt::Debug for Instance {
 #[derive(Debug, Default)]
 pub struct Colls {
     active: Vec<Instance>,
+    /// Where each active instance is in `active`.
+    index: KeyMap<usize>,
+    /// Active instances started or fed since they were last driven. A
+    /// machine changes only then, so a pass drives these alone, however
+    /// many others wait.
+    ready: Vec<Key>,
     /// Instances done but for their lent messages, past the lending bound
     /// (`coll_ref.rs`): apart, so that thousands of them waiting cost a
     /// pass nothing until an answer comes.
@@ -242,7 +254,7 @@ pub struct Colls {
     pub central: Vec<super::central::CentralOp>,
     /// Reduces running through the device's mailboxes.
     pub mail: Vec<super::central_reduce::MailOp>,
-    early: HashMap<(u32, u32), Vec<Early>>,
+    early: KeyMap<Vec<Early>>,
     dirty: bool,
     /// Buffers the shared-memory reductions fold in, kept between calls so
     /// a small reduction allocates nothing.
@@ -273,14 +285,15 @@ impl Colls {
     pub fn deliver(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) -> bool {
         self.dirty = true;
         let (ctx, seq) = (env.ctx, env.tag as u32);
-        match self
-            .active
-            .iter_mut()
-            .find(|i| i.ctx == ctx && i.seq == seq)
-        {
-            Some(inst) => {
+        match self.index.get(&(ctx, seq)) {
+            Some(&i) => {
+                let inst = &mut self.active[i];
                 if let Err(e) = msg.feed(&mut inst.machine, env.src) {
                     inst.error.get_or_insert(e.to_string());
+                }
+                if !inst.queued {
+                    inst.queued = true;
+                    self.ready.push((ctx, seq));
                 }
                 true
             }
@@ -302,7 +315,7 @@ impl Colls {
         u: super::coll_ref::Unread,
     ) -> Result<(), super::coll_ref::Unread> {
         let key = u.instance();
-        if self.active.iter().any(|i| (i.ctx, i.seq) == key) {
+        if self.index.contains_key(&key) {
             return Err(u);
         }
         self.early.entry(key).or_default().push(Early::Ref(u));
@@ -338,7 +351,7 @@ impl Colls {
     /// as far as delivery is concerned.
     #[cfg(test)]
     pub(super) fn activate(&mut self, ctx: u32, seq: u32, machine: Machine) {
-        self.active.push(Instance {
+        self.push_active(Instance {
             ctx,
             seq,
             rank: 0,
@@ -348,7 +361,42 @@ impl Colls {
             out: None,
             error: None,
             lent: Vec::new(),
+            queued: false,
         });
+    }
+
+    /// Adds a started instance, to be driven on the next pass.
+    fn push_active(&mut self, mut inst: Instance) {
+        let key = (inst.ctx, inst.seq);
+        inst.queued = true;
+        self.ready.push(key);
+        self.index.insert(key, self.active.len());
+        self.active.push(inst);
+        self.dirty = true;
+    }
+
+    /// Lists instances `keys` (those still active) to be driven again: a
+    /// pass that failed did not get to them.
+    fn requeue(&mut self, keys: &[Key]) {
+        for key in keys {
+            if let Some(&i) = self.index.get(key) {
+                if !self.active[i].queued {
+                    self.active[i].queued = true;
+                    self.ready.push(*key);
+                }
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Takes the instance at `at` out of the active ones.
+    fn remove_active(&mut self, at: usize) -> Instance {
+        let inst = self.active.swap_remove(at);
+        self.index.remove(&(inst.ctx, inst.seq));
+        if let Some(moved) = self.active.get(at) {
+            self.index.insert((moved.ctx, moved.seq), at);
+        }
+        inst
     }
 
     /// Makes the next `drive_colls` look at every instance again.
@@ -572,7 +620,7 @@ impl Engine {
         out: Option<CollOut>,
     ) -> MpiResult<usize> {
         let req = self.st.reqs.insert(Op::Coll);
-        self.st.colls.active.push(Instance {
+        self.st.colls.push_active(Instance {
             ctx,
             seq,
             rank,
@@ -582,8 +630,8 @@ impl Engine {
             out,
             error: None,
             lent: Vec::new(),
+            queued: false,
         });
-        self.st.colls.dirty = true;
         // The machine's first messages go out before the early ones are
         // handed over: reading those passed by reference takes a while, and
         // peers may be waiting for ours.
@@ -605,43 +653,23 @@ impl Engine {
         }
         self.st.colls.dirty = false;
         let mut did = false;
-        let mut i = 0;
-        while i < self.st.colls.active.len() {
-            while let Some(out) = self.st.colls.active[i].machine.poll_send() {
-                let inst = &self.st.colls.active[i];
-                let env = Envelope {
-                    kind: Kind::Coll,
-                    flags: 0,
-                    ctx: inst.ctx,
-                    src: inst.rank,
-                    tag: inst.seq as i32,
-                    len: out.len() as u64,
-                    cookie: 0,
-                };
-                let to = match &inst.map {
-                    RankMap::Identity => out.to,
-                    RankMap::List(l) => l[out.to as usize],
-                };
-                let lend = !inst.machine.synchronizes();
-                if let Some(cookie) = self.send_coll(to, env, out, lend)? {
-                    self.st.colls.active[i].lent.push(cookie);
+        // Sending may deliver, which lists instances for the next pass.
+        let mut ready = std::mem::take(&mut self.st.colls.ready);
+        for (n, &key) in ready.iter().enumerate() {
+            match self.drive_instance(key) {
+                Ok(d) => did |= d,
+                Err(e) => {
+                    self.st.colls.requeue(&ready[n..]);
+                    return Err(e);
                 }
-                did = true;
             }
-            let inst = &mut self.st.colls.active[i];
-            if let Some(e) = inst.error.take() {
-                return Err(MpiError::internal(format!(
-                    "collective protocol error: {e}"
-                )));
-            }
-            if !inst.machine.is_done() {
-                i += 1;
-                continue;
-            }
-            let inst = self.st.colls.active.swap_remove(i);
-            did |= self.finish_or_hold(inst)?;
         }
         let colls = &mut self.st.colls;
+        if colls.ready.is_empty() {
+            // Keeps the allocation for the next pass.
+            ready.clear();
+            colls.ready = ready;
+        }
         if !colls.held.is_empty() && colls.held_seen != colls.refs.generation {
             colls.held_seen = colls.refs.generation;
             let mut waiting = std::mem::take(&mut colls.held).into_iter();
@@ -656,6 +684,48 @@ impl Engine {
             }
         }
         Ok(did)
+    }
+
+    /// Sends what instance `key` asks for, and completes it if done. True
+    /// if it sent or completed.
+    fn drive_instance(&mut self, key: Key) -> MpiResult<bool> {
+        let Some(&i) = self.st.colls.index.get(&key) else {
+            return Ok(false);
+        };
+        let mut did = false;
+        self.st.colls.active[i].queued = false;
+        while let Some(out) = self.st.colls.active[i].machine.poll_send() {
+            let inst = &self.st.colls.active[i];
+            let env = Envelope {
+                kind: Kind::Coll,
+                flags: 0,
+                ctx: inst.ctx,
+                src: inst.rank,
+                tag: inst.seq as i32,
+                len: out.len() as u64,
+                cookie: 0,
+            };
+            let to = match &inst.map {
+                RankMap::Identity => out.to,
+                RankMap::List(l) => l[out.to as usize],
+            };
+            let lend = !inst.machine.synchronizes();
+            if let Some(cookie) = self.send_coll(to, env, out, lend)? {
+                self.st.colls.active[i].lent.push(cookie);
+            }
+            did = true;
+        }
+        let inst = &mut self.st.colls.active[i];
+        if let Some(e) = inst.error.take() {
+            return Err(MpiError::internal(format!(
+                "collective protocol error: {e}"
+            )));
+        }
+        if !inst.machine.is_done() {
+            return Ok(did);
+        }
+        let inst = self.st.colls.remove_active(i);
+        Ok(did | self.finish_or_hold(inst)?)
     }
 
     /// Completes a done instance, unless it waits past the lending bound

@@ -325,16 +325,15 @@ pub(super) fn lowest_free(mask: &[u8]) -> Option<usize> {
         .map(|(i, &b)| i * 8 + b.trailing_zeros() as usize)
 }
 
-/// FNV-1a, so every process names a temporary instance identically.
+/// FNV-1a of the words' little-endian bytes: unseeded, so every process
+/// names a temporary instance identically.
 pub(super) fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
     for w in words {
-        for b in w.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        h.write(&w.to_le_bytes());
     }
-    h
+    h.finish()
 }
 
 pub(super) type Slot = Arc<Mutex<Option<Vec<u8>>>>;

@@ -87,6 +87,23 @@ def test_broadcasts_from_a_root_that_runs_ahead_stay_bounded(lanai_exes, nodes):
             ["20000", "1024", "24", "bcast"])
 
 
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_receivers_that_drain_the_ring_inside_mpi_ask_the_root_to_lend(lanai_exes, nodes):
+    # The receivers linger in MPI_Iprobe, so the ring from a root on their
+    # node never fills and nothing was lent: 40000 broadcasts of 1 KiB grew
+    # them by 29-33 MiB, and by calls * bytes for more calls. Past the
+    # lending bound of early messages they ask the root to lend (LEND), and
+    # grow by 10-12 MiB however many calls.
+    exe = lanai_exes["coll_runahead"]
+    r = run_job(lanairun_argv(exe, 4, nodes, ["40000", "1024", "20", "bcast-in-mpi"]), exe,
+                {"LANAI_STATS": "1"})
+    assert_passed(r, "coll_runahead")
+    assert_clean(r)
+    asked = harness.rank_stats(r.output, "asked to lend")
+    assert len(asked) == 4, r.tail()
+    assert sum(asked.values()) > 0, "no receiver asked its root to lend\n" + r.tail()
+
+
 @pytest.mark.parametrize("nranks,nodes", [(4, 4), (3, 3), (4, 1), (8, 3)])
 def test_thousands_of_nonblocking_collectives_in_flight(lanai_exes, nranks, nodes):
     # 12000 Ibcasts and 12000 Ireduces of one long per rank, posted at

@@ -1,22 +1,27 @@
 /* Ranks that run ahead of slow ones. A loop of reduces to a root that
  * lingers a little at every call, so the others finish their calls long
  * before the root starts them; or, with "bcast", a loop of broadcasts
- * from a root that runs ahead of lingering receivers. Every result is
- * checked. A library that keeps every early message, or lets senders
- * queue without limit, grows by calls * bytes per receiver; each rank's
- * peak resident size may grow by at most `limit_mib` over the loop.
- * usage: coll_runahead [calls] [bytes] [limit_mib] [reduce|bcast]
+ * from a root that runs ahead of lingering receivers; with "bcast-in-mpi",
+ * receivers that linger inside MPI (in MPI_Iprobe), so they keep taking
+ * the root's messages off the wire. Every result is checked. A library
+ * that keeps every early message, or lets senders queue without limit,
+ * grows by calls * bytes per receiver; each rank's peak resident size
+ * may grow by at most `limit_mib` over the loop.
+ * usage: coll_runahead [calls] [bytes] [limit_mib] [reduce|bcast|bcast-in-mpi]
  * (limit 0: no check) */
 #include "lt.h"
 
 static long val(int rank, int i, int call) { return (long)rank * 1000003 + i % 977 + call; }
 
-/* Busy for `us` microseconds: the root's work between its calls. */
-static void linger(int us)
+/* Busy for `us` microseconds: the root's work between its calls; or,
+ * `in_mpi`, probing for a message that never comes. */
+static void linger(int us, int in_mpi)
 {
     double end = MPI_Wtime() + us * 1e-6;
+    int flag;
     while (MPI_Wtime() < end)
-        ;
+        if (in_mpi)
+            MPI_OK(MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
 }
 
 int main(int argc, char **argv)
@@ -25,7 +30,8 @@ int main(int argc, char **argv)
     int calls = argc > 1 ? atoi(argv[1]) : 3000;
     int bytes = argc > 2 ? atoi(argv[2]) : 65536;
     long limit_mib = argc > 3 ? atol(argv[3]) : 32;
-    int bcast = argc > 4 && !strcmp(argv[4], "bcast");
+    int in_mpi = argc > 4 && !strcmp(argv[4], "bcast-in-mpi");
+    int bcast = in_mpi || (argc > 4 && !strcmp(argv[4], "bcast"));
     int n = bytes / (int)sizeof(long);
     long *in = malloc(sizeof(long) * n), *out = malloc(sizeof(long) * n);
     long base = 0;
@@ -38,7 +44,7 @@ int main(int argc, char **argv)
                 for (int i = 0; i < n; i++)
                     CHECK(in[i] == val(0, i, call), "call %d [%d]: %ld, want %ld", call, i, in[i],
                           val(0, i, call));
-                linger(40);
+                linger(40, in_mpi);
             }
             if (call == 0)
                 base = lt_peak_kib();
@@ -54,7 +60,7 @@ int main(int argc, char **argv)
                     want += val(r, i, call);
                 CHECK(out[i] == want, "call %d [%d]: %ld, want %ld", call, i, out[i], want);
             }
-            linger(40);
+            linger(40, 0);
         }
         /* After a first call, so the library's own start-up is counted out. */
         if (call == 0)

@@ -26,7 +26,10 @@
 //! message of an instance that may finish before its receiver starts
 //! (`Collective::synchronizes`), sent whole with [`ACK`], until the
 //! receiver's instance has it (`used_batch.rs`); within a node, such a
-//! small message once the ring to its receiver is full.
+//! small message once the ring to its receiver is full, or once its
+//! receiver has asked for it ([`LEND`]): a receiver that waits elsewhere
+//! in MPI drains the ring, so it never fills, and the receiver counts
+//! what it keeps early instead.
 //! `MPI_Finalize` begins with a barrier, and no peer enters it with a
 //! reference of ours unread (it reads every reference its instances need
 //! before they complete), so no body is freed while a peer may read it.
@@ -73,6 +76,10 @@ pub const ACK: u8 = 16;
 /// lending bound and waits for answers; send what you owe us now, and
 /// the next answer as soon as it is owed.
 pub const ASK: u8 = 32;
+/// `Kind::Coll` flag, receiver to sender: more than [`LENT_MAX`] bytes of
+/// your unlent messages wait here for instances not started yet; lend me
+/// every message you would lend over the network, from now on.
+pub const LEND: u8 = 64;
 
 /// A message a peer has not used yet, as it is lent.
 #[derive(Debug)]
@@ -240,6 +247,14 @@ pub struct CollRefs {
     /// Moves on whenever an answer comes or a message is forgotten: an
     /// instance found holding need not be looked at again until it has.
     pub generation: u64,
+    /// By sender (world rank): what its unlent messages waiting here for
+    /// their instances count, as a lent one would ([`LENT_MIN_CHARGE`]
+    /// at least); `usize::MAX` once we have sent it [`LEND`].
+    early_unlent: Vec<usize>,
+    /// Receivers (world ranks) that sent us [`LEND`].
+    lend_to: Vec<u32>,
+    /// For `LANAI_STATS`: the [`LEND`]s we sent.
+    pub lend_asks: u64,
 }
 
 impl CollRefs {
@@ -255,6 +270,41 @@ impl CollRefs {
         }
         lent.retain(|&c| self.lent.get(c).is_some());
         !lent.is_empty()
+    }
+
+    /// Counts an unlent message from `from` (`len` bytes) kept for an
+    /// instance not started here. True when the sender should now be told
+    /// to lend ([`LEND`]): once, past [`LENT_MAX`].
+    fn kept_early(&mut self, from: u32, len: usize) -> bool {
+        let from = from as usize;
+        if self.early_unlent.len() <= from {
+            self.early_unlent.resize(from + 1, 0);
+        }
+        let kept = &mut self.early_unlent[from];
+        if *kept == usize::MAX {
+            return false;
+        }
+        *kept += len.max(LENT_MIN_CHARGE);
+        if *kept <= LENT_MAX {
+            return false;
+        }
+        *kept = usize::MAX;
+        self.lend_asks += 1;
+        true
+    }
+
+    /// An unlent message counted by `kept_early` was handed to its instance.
+    fn taken_early(&mut self, from: u32, len: usize) {
+        if let Some(kept) = self.early_unlent.get_mut(from as usize) {
+            if *kept != usize::MAX {
+                *kept = kept.saturating_sub(len.max(LENT_MIN_CHARGE));
+            }
+        }
+    }
+
+    /// Whether world rank `to` asked us to lend to it ([`LEND`]).
+    pub fn lends_to(&self, to: u32) -> bool {
+        self.lend_to.contains(&to)
     }
 
     fn lend(&mut self, p: Lent) {
@@ -324,6 +374,12 @@ impl State {
             self.colls.touch();
             return;
         }
+        if env.flags & LEND != 0 {
+            if !self.colls.refs.lend_to.contains(&from) {
+                self.colls.refs.lend_to.push(from);
+            }
+            return;
+        }
         if env.flags & ASK != 0 {
             if self.colls.refs.owed.asked(from) {
                 self.followups.push(Followup::SendUsed { to: from });
@@ -367,8 +423,18 @@ impl State {
     /// Hands a message to its instance, or keeps it for the instance to
     /// start; owes [`USED`] once the instance has it, when asked to.
     fn use_msg(&mut self, env: &Envelope, from: u32, msg: Msg<'_>) {
-        if self.colls.deliver(env, from, msg)
-            && env.flags & ACK != 0
+        let used = self.colls.deliver(env, from, msg);
+        if env.flags & ACK == 0 {
+            if !used && self.colls.refs.kept_early(from, env.len as usize) {
+                self.followups.push(Followup::RefAnswer {
+                    to: from,
+                    flags: LEND,
+                    cookie: 0,
+                });
+            }
+            return;
+        }
+        if used
             && self
                 .colls
                 .refs
@@ -444,6 +510,11 @@ impl State {
                 Early::Ref(u) => u.from,
             };
             let stall = stalled.iter_mut().find(|(f, _)| *f == from);
+            if let Early::Msg { env, .. } = &e {
+                if env.flags & ACK == 0 {
+                    self.colls.refs.taken_early(from, env.len as usize);
+                }
+            }
             match (e, stall) {
                 (Early::Msg { env, msg, .. }, None) => self.use_msg(&env, from, msg),
                 (Early::Msg { env, msg, .. }, Some((_, q))) => q.push(Held {
@@ -531,9 +602,10 @@ impl Engine {
     /// has it, so that what a peer that has not reached the instance holds
     /// for us counts against [`LENT_MAX`]. To a rank of our node, a large
     /// one is lent by reference when the ring cannot take it at once, and
-    /// such a small one is lent whole once the ring to it is full: its
-    /// receiver is behind, and would otherwise drain the ring into its
-    /// early messages, or leave them queued here, without limit.
+    /// such a small one is lent whole once the ring to it is full, or the
+    /// receiver has asked for it ([`LEND`]): its receiver is behind, and
+    /// would otherwise drain the ring into its early messages, or leave
+    /// them queued here, without limit.
     pub(super) fn send_coll(
         &mut self,
         to: u32,
@@ -552,8 +624,14 @@ impl Engine {
             Route::Shm(_) if out.body.len() > eager.min(max) => {
                 out.len() > 2 * max && self.settings.single_copy && !self.st.colls.refs.inline_only
             }
-            // A ring that is full already means its receiver is behind.
-            Route::Shm(local) if lend && self.net.backlogged(local) => false,
+            // A ring that is full already means its receiver is behind;
+            // one that asked keeps what it drains for instances it has not
+            // reached.
+            Route::Shm(local)
+                if lend && (self.net.backlogged(local) || self.st.colls.refs.lends_to(to)) =>
+            {
+                false
+            }
             Route::Tcp if lend => false,
             _ => {
                 self.net_send_parts(to, &env, [&out.head, &out.body])?;
@@ -683,6 +761,55 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A receiver keeping a sender's unlent messages early asks it to lend
+    /// once they count more than `LENT_MAX`, and only once; what it hands
+    /// to instances before that no longer counts. Messages lent to it
+    /// (`ACK`) and other senders' are not counted. The sender lends from
+    /// then on to that receiver alone.
+    #[test]
+    fn a_receiver_that_keeps_too_much_early_asks_its_sender_to_lend() {
+        // A 2-rank bcast of 1022 bytes from rank 1: [BCAST, step 0, data].
+        let mut b = vec![5u8; 1024];
+        b[..2].copy_from_slice(&[3, 0]);
+        let body: &'static [u8] = Box::leak(b.into_boxed_slice());
+        let per = LENT_MAX / body.len();
+        let mut st = State::default();
+        let lend_asks = |st: &State| answers(st).iter().filter(|a| a.1 == LEND).count();
+        for seq in 0..per as u32 {
+            st.deliver_coll(coll(1, seq, 0, 0, body.len()), 4, whole(body));
+            st.deliver_coll(
+                coll(2, seq, ACK, u64::from(seq) + 1, body.len()),
+                6,
+                whole(body),
+            );
+        }
+        assert_eq!(lend_asks(&st), 0, "at the bound, not past it");
+        // Instance 0 starts and takes its messages: one more fits again.
+        let bcast = Box::new(lanai_coll::Bcast::new(0, 2, 1, vec![0; 1022]).unwrap());
+        st.colls.activate(9, 0, bcast);
+        let early = st.colls.take_early(9, 0);
+        st.redeliver(early);
+        assert!(st.colls.early(9, 0).is_empty());
+        st.deliver_coll(coll(1, per as u32, 0, 0, body.len()), 4, whole(body));
+        assert_eq!(lend_asks(&st), 0);
+        st.deliver_coll(coll(1, per as u32 + 1, 0, 0, 8), 4, whole(&body[..8]));
+        assert_eq!(answers(&st), vec![(4, LEND, 0)], "only rank 4 is asked");
+        for seq in per as u32 + 2..2 * per as u32 {
+            st.deliver_coll(coll(1, seq, 0, 0, body.len()), 4, whole(body));
+        }
+        assert_eq!(lend_asks(&st), 1, "asked once");
+        assert_eq!(st.colls.refs.lend_asks, 1);
+
+        let mut sender = State::default();
+        sender.deliver_coll(control(LEND, 0), 3, whole(&[]));
+        assert!(sender.colls.refs.lends_to(3));
+        assert!(!sender.colls.refs.lends_to(4));
+        assert!(
+            sender.colls.early(9, 0).is_empty(),
+            "no message for an instance"
+        );
     }
 
     /// The pid field of a reference no process has.

@@ -52,6 +52,9 @@ impl Engine {
     pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
         let mut did = false;
         self.tick = self.tick.wrapping_add(1);
+        // Only posting a descriptor (outside a pass) or `drive_offload`
+        // (last here) changes it.
+        let engine_busy = self.offload.as_ref().is_some_and(|o| o.busy());
         let Net {
             shm,
             partial,
@@ -100,7 +103,6 @@ impl Engine {
             // costs far more than the system call.
             // A rank waiting for its engine watches the completion words: a
             // system call per pass would only delay seeing them.
-            let engine_busy = self.offload.as_ref().is_some_and(|o| o.busy());
             let every_pass =
                 (self.net.shm.is_none() && !engine_busy) || self.settings.oversubscribed;
             if may_block || every_pass || self.tick.is_multiple_of(8) || tcp.has_pending_output() {
@@ -135,7 +137,7 @@ impl Engine {
         if !self.st.inter_ops.is_empty() {
             did |= self.drive_inter_ops()?;
         }
-        if self.offload.as_ref().is_some_and(|o| o.busy()) {
+        if engine_busy {
             did |= self.drive_offload()?;
         }
         // Last, so that parts completed in this pass count.

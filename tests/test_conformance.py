@@ -212,17 +212,20 @@ def _attack(host, port, payload, stats):
         stats["refused"] += 1
 
 
-def _stranger(exe, stop, stats, hold_open):
-    """Find the ranks' listening ports and throw garbage at them until the
-    job ends. With hold_open, also keep one silent half-open connection per
-    port (a stalled stranger must not block real peers)."""
+def _stranger(exes, stop, stats, hold_open):
+    """Find the listening ports of the processes running `exes` (the ranks,
+    and the offload engines) and throw garbage at them until the job ends.
+    With hold_open, also keep one silent half-open connection per port (a
+    stalled stranger must not block real peers)."""
     rng = random.Random(0x1A4A1)
     held = {}
     try:
         while not stop.is_set():
-            ports = harness.listening_ports(harness.rank_pids(exe))
-            for host, port in ports:
-                stats["ports"].add((host, port))
+            for exe in exes:
+                for host, port in harness.listening_ports(harness.rank_pids(exe)):
+                    stats["ports"].add((host, port))
+                    stats["owners"].add(os.path.basename(exe))
+            for host, port in sorted(stats["ports"]):
                 if hold_open and (host, port) not in held:
                     try:
                         s = socket.create_connection((host, port), timeout=0.5)
@@ -240,22 +243,33 @@ def _stranger(exe, stop, stats, hold_open):
             s.close()
 
 
-@pytest.mark.parametrize("hold_open", [False, True], ids=["garbage", "garbage+stalled"])
-def test_stress_with_strangers(lanai_builds, hold_open):
+ENGINE = os.path.join(harness.BUILD_DIR, "bin", "lanai-engine")
+
+
+@pytest.mark.parametrize("hold_open,engines", [(False, False), (True, False), (True, True)],
+                         ids=["garbage", "garbage+stalled", "garbage+stalled+engines"])
+def test_stress_with_strangers(lanai_builds, hold_open, engines):
+    # With engines, every collective runs in the offload engines, whose
+    # links between the two nodes are attacked as well as the ranks'.
     if not harness.have("ss"):
         pytest.skip("`ss` (iproute2) is needed to find the job's listening ports")
+    if engines and not os.path.exists(ENGINE):
+        pytest.skip("build/bin/lanai-engine not built")
     exe = lanai_builds["stress"]
-    stats = {"ports": set(), "attacks": 0, "refused": 0}
+    stats = {"ports": set(), "owners": set(), "attacks": 0, "refused": 0}
     stop = threading.Event()
-    thread = threading.Thread(target=_stranger, args=(exe, stop, stats, hold_open), daemon=True)
+    exes = [exe, ENGINE] if engines else [exe]
+    thread = threading.Thread(target=_stranger, args=(exes, stop, stats, hold_open), daemon=True)
     thread.start()
+    env = {"LANAI_OFFLOAD": "all", "LANAI_STATS": "1"} if engines else None
     try:
-        result = run_job(lanairun_argv(exe, 4, 2, ["3"]), exe)
+        result = run_job(lanairun_argv(exe, 4, 2, ["3"]), exe, env)
     finally:
         stop.set()
         thread.join(10)
     summary = (
-        f"stranger: {len(stats['ports'])} port(s) {sorted(stats['ports'])}, "
+        f"stranger: {len(stats['ports'])} port(s) {sorted(stats['ports'])} "
+        f"of {sorted(stats['owners'])}, "
         f"{stats['attacks']} connections with garbage, {stats['refused']} refused\n"
     )
     assert_passed(result, "stress")
@@ -264,4 +278,9 @@ def test_stress_with_strangers(lanai_builds, hold_open):
         + summary + result.tail()
     )
     assert stats["attacks"] > 0, "no garbage connection succeeded\n" + summary + result.tail()
+    if engines:
+        assert "lanai-engine" in stats["owners"], "no engine port was attacked\n" + summary
+        # Logged by the engine, named as one (not as the rank it numbers like).
+        assert re.search(r"lanai: the engine of node \d: rejected TCP connection from",
+                         result.output), "no engine logged a rejection\n" + result.tail()
     assert_clean(result)

@@ -12,4 +12,4 @@ mod transport;
 
 pub use error::TcpError;
 pub use lanai_wire::envelope::Envelope;
-pub use transport::{Config, Deliver, Progress, Stats, TcpTransport};
+pub use transport::{Config, Deliver, Progress, Role, Stats, TcpTransport};

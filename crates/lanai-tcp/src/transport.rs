@@ -18,6 +18,24 @@ use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
+/// What the processes at both ends are, so that a log line names them as
+/// the reader knows them: an offload engine's peers are numbered by node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Rank,
+    Engine,
+}
+
+impl Role {
+    /// `n` named in this role: "rank 3", "the engine of node 3".
+    pub fn name(self, n: u32) -> String {
+        match self {
+            Role::Rank => format!("rank {n}"),
+            Role::Engine => format!("the engine of node {n}"),
+        }
+    }
+}
+
 /// Transport settings.
 #[derive(Clone)]
 pub struct Config {
@@ -35,6 +53,7 @@ pub struct Config {
     pub handshake_timeout: Duration,
     /// Debug logging to stderr.
     pub log: bool,
+    pub role: Role,
 }
 
 impl Config {
@@ -49,6 +68,7 @@ impl Config {
             max_message: frame::DEFAULT_MAX_MESSAGE,
             handshake_timeout: Duration::from_secs(10),
             log: false,
+            role: Role::Rank,
         }
     }
 }
@@ -64,6 +84,7 @@ impl std::fmt::Debug for Config {
             .field("max_message", &self.max_message)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("log", &self.log)
+            .field("role", &self.role)
             .finish()
     }
 }
@@ -121,6 +142,7 @@ const SHORT_READ_ENDS_MAX: usize = 256 * 1024;
 /// The TCP transport of one rank. Not thread-safe; one progress loop owns it.
 pub struct TcpTransport {
     me: u32,
+    role: Role,
     world: u32,
     secret: Vec<u8>,
     max_frame: usize,
@@ -209,6 +231,7 @@ impl TcpTransport {
         let world = cfg.world_size;
         Ok(Self {
             me: cfg.my_rank,
+            role: cfg.role,
             world,
             secret: cfg.secret,
             max_frame: frame::clamp_max_frame(cfg.max_frame),
@@ -459,7 +482,7 @@ impl TcpTransport {
 
     fn debug(&self, msg: std::fmt::Arguments<'_>) {
         if self.log {
-            lanai_common::say!("lanai: rank {}: tcp: {msg}", self.me);
+            lanai_common::say!("lanai: {}: tcp: {msg}", self.role.name(self.me));
         }
     }
 
@@ -476,12 +499,12 @@ impl TcpTransport {
         if let Some(c) = self.close_conn(id) {
             self.stats.rejected += 1;
             let who = match (c.outgoing, c.rank) {
-                (true, Some(r)) => format!("to rank {r} at {}", c.addr),
+                (true, Some(r)) => format!("to {} at {}", self.role.name(r), c.addr),
                 _ => format!("from {}", c.addr),
             };
             lanai_common::say!(
-                "lanai: rank {}: rejected TCP connection {who}: {reason}",
-                self.me
+                "lanai: {}: rejected TCP connection {who}: {reason}",
+                self.role.name(self.me)
             );
         }
     }
@@ -758,8 +781,8 @@ impl TcpTransport {
             };
             if self.handshaking >= MAX_HANDSHAKING {
                 lanai_common::say!(
-                    "lanai: rank {}: rejected TCP connection from {addr}: too many unauthenticated connections",
-                    self.me
+                    "lanai: {}: rejected TCP connection from {addr}: too many unauthenticated connections",
+                    self.role.name(self.me)
                 );
                 self.stats.rejected += 1;
                 continue;
@@ -970,9 +993,9 @@ impl TcpTransport {
             let (addr, rank) = (c.addr, c.rank);
             self.stats.rejected += 1;
             lanai_common::say!(
-                "lanai: rank {}: rejected TCP connection to rank {} at {addr}: {reason}",
-                self.me,
-                rank.map_or_else(|| "?".to_string(), |r| r.to_string())
+                "lanai: {}: rejected TCP connection to {} at {addr}: {reason}",
+                self.role.name(self.me),
+                rank.map_or_else(|| "a peer".to_string(), |r| self.role.name(r))
             );
         }
         self.attempt_failed(id, reason);
@@ -1152,7 +1175,8 @@ impl TcpTransport {
             Ok(()) => {}
             Err(Ok(cause)) => self.up_closed(id, cause),
             Err(Err(error)) => {
-                self.reject(id, &format!("rank {rank} sent a bad frame: {error}"));
+                let who = self.role.name(rank);
+                self.reject(id, &format!("{who} sent a bad frame: {error}"));
                 self.links[rank as usize].conn_closed(id, false);
                 self.record(TcpError::PeerProtocol { rank, error });
             }

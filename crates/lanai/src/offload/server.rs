@@ -196,6 +196,7 @@ fn serve(a: &Args) -> Result<(), String> {
         let mut junk = vec![0u8; 32];
         getrandom::getrandom(&mut junk).map_err(|e| e.to_string())?;
         let mut cfg = lanai_tcp::Config::new(a.node, a.nodes, junk);
+        cfg.role = lanai_tcp::Role::Engine;
         cfg.bind_ip = a.bind;
         let t = TcpTransport::bind(cfg).map_err(|e| format!("TCP listener: {e}"))?;
         seg.set_addr(&t.local_addr().to_string());

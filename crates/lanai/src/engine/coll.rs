@@ -399,7 +399,9 @@ impl Colls {
         inst
     }
 
-    /// Makes the next `drive_colls` look at every instance again.
+    /// Makes the next `drive_colls` run although no instance was fed: an
+    /// answer came or a lent message was sent inline, so instances held
+    /// past the lending bound are looked at again.
     pub fn touch(&mut self) {
         self.dirty = true;
     }

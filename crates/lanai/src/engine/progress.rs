@@ -52,8 +52,8 @@ impl Engine {
     pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
         let mut did = false;
         self.tick = self.tick.wrapping_add(1);
-        // Only posting a descriptor (outside a pass) or `drive_offload`
-        // (last here) changes it.
+        // Posting a descriptor or `drive_offload` (below) changes it; one
+        // posted during this pass is seen on the next.
         let engine_busy = self.offload.as_ref().is_some_and(|o| o.busy());
         let Net {
             shm,

@@ -1094,6 +1094,98 @@ impl Engine {
 mod tests {
     use super::*;
 
+    /// The index and the ready list stay true to `active` whatever order
+    /// instances start, are fed, are driven and finish in: each instance is
+    /// found where it is, and one started or fed since it was last driven
+    /// is listed once.
+    mod ready_list {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Step {
+            Start(u32),
+            Feed(u32),
+            /// Drives the ready instances; those whose sequence number is
+            /// even and below the argument finish.
+            Drive(u32),
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            prop_oneof![
+                (0u32..24).prop_map(Step::Start),
+                (0u32..24).prop_map(Step::Feed),
+                (0u32..24).prop_map(Step::Drive),
+            ]
+        }
+
+        /// A drive pass as `Engine::drive_colls` makes it, without sends.
+        fn drive(c: &mut Colls, below: u32) -> Vec<u32> {
+            let mut finished = Vec::new();
+            for key in std::mem::take(&mut c.ready) {
+                let Some(&i) = c.index.get(&key) else {
+                    continue;
+                };
+                c.active[i].queued = false;
+                if key.1 % 2 == 0 && key.1 < below {
+                    finished.push(c.remove_active(i).seq);
+                }
+            }
+            finished
+        }
+
+        fn check(c: &Colls) {
+            assert_eq!(c.index.len(), c.active.len());
+            for (i, inst) in c.active.iter().enumerate() {
+                assert_eq!(c.index.get(&(inst.ctx, inst.seq)), Some(&i));
+                let listed = c
+                    .ready
+                    .iter()
+                    .filter(|k| **k == (inst.ctx, inst.seq))
+                    .count();
+                assert_eq!(listed, usize::from(inst.queued), "instance {}", inst.seq);
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn index_and_ready_list_follow_active(steps in proptest::collection::vec(step(), 0..200)) {
+                let mut c = Colls::default();
+                let mut live = std::collections::BTreeSet::new();
+                for s in steps {
+                    match s {
+                        Step::Start(seq) if !live.contains(&seq) => {
+                            let m = Box::new(lanai_coll::Bcast::new(0, 2, 1, vec![0]).unwrap());
+                            c.activate(9, seq, m);
+                            live.insert(seq);
+                        }
+                        Step::Start(_) => {}
+                        Step::Feed(seq) => {
+                            let env = Envelope {
+                                kind: Kind::Coll,
+                                flags: 0,
+                                ctx: 9,
+                                src: 1,
+                                tag: seq as i32,
+                                len: 3,
+                                cookie: 0,
+                            };
+                            let kept = !c.deliver(&env, 1, Msg::Whole(Cow::Borrowed(&[3, 0, 42])));
+                            prop_assert_eq!(kept, !live.contains(&seq));
+                        }
+                        Step::Drive(below) => {
+                            for seq in drive(&mut c, below) {
+                                live.remove(&seq);
+                            }
+                        }
+                    }
+                    check(&c);
+                }
+            }
+        }
+    }
+
     #[test]
     fn pieces_touch_only_their_blocks() {
         // Blocks of 2 and 3 bytes with a gap, and an empty one.

@@ -516,7 +516,7 @@ impl Server {
                 }
                 core.handle_remote(from, env.flags & BOUNCE != 0, hdr, payload.to_vec(), now);
             })
-            .map_err(|e| format!("lost another node's engine: {e}"))?;
+            .map_err(|e| e.naming(lanai_tcp::Role::Engine).to_string())?;
         Ok(p.delivered > 0)
     }
 
@@ -550,7 +550,7 @@ impl Server {
                 tr.at(Event::SendStart, hdr.seq, node);
             }
             t.send_parts(node, &env, [&idx, &data])
-                .map_err(|e| format!("send to node {node}'s engine: {e}"))?;
+                .map_err(|e| format!("TCP send failed: {}", e.naming(lanai_tcp::Role::Engine)))?;
             if let Some(tr) = self.trace.as_mut() {
                 tr.at(Event::SendEnd, hdr.seq, node);
             }

@@ -371,6 +371,9 @@ impl Collective for Capture {
     fn is_done(&self) -> bool {
         self.inner.is_done()
     }
+    fn synchronizes(&self) -> bool {
+        self.inner.synchronizes()
+    }
 }
 
 fn coll_err(e: CollError) -> MpiError {

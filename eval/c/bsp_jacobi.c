@@ -18,16 +18,27 @@
  *   mpi_max_s      the same, maximum over ranks
  *   barrier_avg_s  the MPI_Barrier share of mpi_avg_s (mean over ranks)
  *   halo_avg_s     the MPI_Sendrecv share of mpi_avg_s (mean over ranks)
- * Each MPI call in the loop is bracketed with MPI_Wtime.
+ *   wait_avg_s     the part of each rank's barrier before the last rank
+ *                  arrived (mean over ranks): no barrier algorithm can
+ *                  shorten it
+ *   release_avg_s  the part after the last arrival (mean over ranks): what
+ *                  the barrier itself costs
+ *   early          barriers that some rank left before the last one entered
+ *                  (must be 0)
+ * Each MPI call in the loop is bracketed with MPI_Wtime. The barrier's two
+ * parts come from CLOCK_MONOTONIC stamps around every MPI_Barrier, compared
+ * across ranks, so they hold only when every rank runs on one host.
  *
  * Output, one line from rank 0:
  *   bsp ranks=P nx=.. ny=.. iters=.. total_s=.. mpi_avg_s=.. mpi_max_s=..
- *       barrier_avg_s=.. halo_avg_s=.. checksum=.. result=PASS|FAIL|UNCHECKED
+ *       barrier_avg_s=.. halo_avg_s=.. wait_avg_s=.. release_avg_s=.. early=..
+ *       checksum=.. result=PASS|FAIL|UNCHECKED
  * checksum is the sum of the gathered grid in row-major order. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TOP 100.0
 
@@ -43,6 +54,22 @@ static void sweep(int rows, int nx, const double *u, double *v) {
         for (int j = 1; j < nx - 1; j++)
             out[j] = 0.25 * (((up[j] + dn[j]) + mid[j - 1]) + mid[j + 1]);
     }
+}
+
+/* A clock that every process of a host shares (MPI_Wtime need not be). */
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double *doubles(size_t n) {
+    double *a = malloc((n ? n : 1) * sizeof(double));
+    if (!a) {
+        fprintf(stderr, "bsp_jacobi: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return a;
 }
 
 /* A (rows+2) x nx block, zeroed; row 0 set to TOP when it is the global top. */
@@ -81,6 +108,8 @@ int main(int argc, char **argv) {
     double *u = block(rows, nx, rank == 0), *v = block(rows, nx, rank == 0);
 
     double t_halo = 0, t_bar = 0, t, t0, t1;
+    /* When this rank entered and left each iteration's barrier. */
+    double *enter = doubles((size_t)iters), *leave = doubles((size_t)iters);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int it = 0; it < iters; it++) {
@@ -95,9 +124,11 @@ int main(int argc, char **argv) {
         t_halo += MPI_Wtime() - t;
         sweep(rows, nx, u, v);
         double *w = u; u = v; v = w;
+        enter[it] = mono();
         t = MPI_Wtime();
         MPI_Barrier(MPI_COMM_WORLD);
         t_bar += MPI_Wtime() - t;
+        leave[it] = mono();
     }
     t1 = MPI_Wtime();
 
@@ -105,6 +136,28 @@ int main(int argc, char **argv) {
     double local[2] = {t1 - t0, t_halo + t_bar};
     MPI_Reduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(local, mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+    /* Per barrier: the last entry, and the mean entry and exit over ranks.
+     * wait = last entry - mean entry; release = mean exit - last entry. */
+    double *last_in = NULL, *sum_in = NULL, *sum_out = NULL, *first_out = NULL;
+    if (rank == 0) {
+        last_in = doubles((size_t)iters);
+        sum_in = doubles((size_t)iters);
+        sum_out = doubles((size_t)iters);
+        first_out = doubles((size_t)iters);
+    }
+    MPI_Reduce(enter, last_in, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(enter, sum_in, iters, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(leave, sum_out, iters, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(leave, first_out, iters, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    double wait = 0, release = 0;
+    long early = 0;
+    if (rank == 0)
+        for (int it = 0; it < iters; it++) {
+            wait += last_in[it] - sum_in[it] / size;
+            release += sum_out[it] / size - last_in[it];
+            early += first_out[it] < last_in[it];
+        }
 
     /* Gather the interior rows to rank 0 in row order. */
     int *counts = NULL, *displs = NULL;
@@ -137,14 +190,21 @@ int main(int argc, char **argv) {
             free(b);
         }
         printf("bsp ranks=%d nx=%d ny=%d iters=%d total_s=%.6f mpi_avg_s=%.6f mpi_max_s=%.6f "
-               "barrier_avg_s=%.6f halo_avg_s=%.6f checksum=%.17g result=%s\n",
+               "barrier_avg_s=%.6f halo_avg_s=%.6f wait_avg_s=%.6f release_avg_s=%.6f "
+               "early=%ld checksum=%.17g result=%s\n",
                size, nx, ny, iters, mx[0], sum[0] / size, mx[1], sum[1] / size, sum[2] / size,
-               checksum, result);
+               wait, release, early, checksum, result);
         fflush(stdout);
         free(grid);
         free(counts);
         free(displs);
     }
+    free(last_in);
+    free(sum_in);
+    free(sum_out);
+    free(first_out);
+    free(enter);
+    free(leave);
     free(u);
     free(v);
     MPI_Finalize();

@@ -23,15 +23,20 @@
  *                  shorten it
  *   release_avg_s  the part after the last arrival (mean over ranks): what
  *                  the barrier itself costs
+ *   wait_med_us, release_med_us  the medians over barriers of the same two
+ *                  (mean over ranks per barrier), in us: a mean far above
+ *                  its median comes from a few long stalls
  *   early          barriers that some rank left before the last one entered
  *                  (must be 0)
+ *   last           per rank, how many barriers it entered last
  * Each MPI call in the loop is bracketed with MPI_Wtime. The barrier's two
  * parts come from CLOCK_MONOTONIC stamps around every MPI_Barrier, compared
  * across ranks, so they hold only when every rank runs on one host.
  *
  * Output, one line from rank 0:
  *   bsp ranks=P nx=.. ny=.. iters=.. total_s=.. mpi_avg_s=.. mpi_max_s=..
- *       barrier_avg_s=.. halo_avg_s=.. wait_avg_s=.. release_avg_s=.. early=..
+ *       barrier_avg_s=.. halo_avg_s=.. wait_avg_s=.. release_avg_s=..
+ *       wait_med_us=.. release_med_us=.. early=.. last=n0,n1,..
  *       checksum=.. result=PASS|FAIL|UNCHECKED
  * checksum is the sum of the gathered grid in row-major order. */
 #include <mpi.h>
@@ -70,6 +75,18 @@ static double *doubles(size_t n) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return a;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of a[0..n) (sorts a). */
+static double median(double *a, int n) {
+    if (n == 0) return 0;
+    qsort(a, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
 }
 
 /* A (rows+2) x nx block, zeroed; row 0 set to TOP when it is the global top. */
@@ -137,27 +154,47 @@ int main(int argc, char **argv) {
     MPI_Reduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(local, mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
-    /* Per barrier: the last entry, and the mean entry and exit over ranks.
-     * wait = last entry - mean entry; release = mean exit - last entry. */
-    double *last_in = NULL, *sum_in = NULL, *sum_out = NULL, *first_out = NULL;
+    /* Every rank's stamps, on rank 0: per barrier, wait = last entry - mean
+     * entry and release = mean exit - last entry. */
+    double *all_in = NULL, *all_out = NULL;
     if (rank == 0) {
-        last_in = doubles((size_t)iters);
-        sum_in = doubles((size_t)iters);
-        sum_out = doubles((size_t)iters);
-        first_out = doubles((size_t)iters);
+        all_in = doubles((size_t)iters * size);
+        all_out = doubles((size_t)iters * size);
     }
-    MPI_Reduce(enter, last_in, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(enter, sum_in, iters, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(leave, sum_out, iters, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(leave, first_out, iters, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    double wait = 0, release = 0;
+    MPI_Gather(enter, iters, MPI_DOUBLE, all_in, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(leave, iters, MPI_DOUBLE, all_out, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double wait = 0, release = 0, wait_med = 0, release_med = 0;
     long early = 0;
-    if (rank == 0)
+    long *last = NULL; /* barriers each rank entered last */
+    if (rank == 0) {
+        double *w = doubles((size_t)iters), *r = doubles((size_t)iters);
+        last = calloc((size_t)size, sizeof(long));
+        if (!last) MPI_Abort(MPI_COMM_WORLD, 2);
         for (int it = 0; it < iters; it++) {
-            wait += last_in[it] - sum_in[it] / size;
-            release += sum_out[it] / size - last_in[it];
-            early += first_out[it] < last_in[it];
+            double in_max = all_in[it], in_sum = 0, out_min = all_out[it], out_sum = 0;
+            int who = 0;
+            for (int p = 0; p < size; p++) {
+                double a = all_in[(size_t)p * iters + it], b = all_out[(size_t)p * iters + it];
+                if (a > in_max) {
+                    in_max = a;
+                    who = p;
+                }
+                if (b < out_min) out_min = b;
+                in_sum += a;
+                out_sum += b;
+            }
+            w[it] = in_max - in_sum / size;
+            r[it] = out_sum / size - in_max;
+            wait += w[it];
+            release += r[it];
+            early += out_min < in_max;
+            last[who]++;
         }
+        wait_med = median(w, iters);
+        release_med = median(r, iters);
+        free(w);
+        free(r);
+    }
 
     /* Gather the interior rows to rank 0 in row order. */
     int *counts = NULL, *displs = NULL;
@@ -191,18 +228,19 @@ int main(int argc, char **argv) {
         }
         printf("bsp ranks=%d nx=%d ny=%d iters=%d total_s=%.6f mpi_avg_s=%.6f mpi_max_s=%.6f "
                "barrier_avg_s=%.6f halo_avg_s=%.6f wait_avg_s=%.6f release_avg_s=%.6f "
-               "early=%ld checksum=%.17g result=%s\n",
+               "wait_med_us=%.3f release_med_us=%.3f early=%ld last=",
                size, nx, ny, iters, mx[0], sum[0] / size, mx[1], sum[1] / size, sum[2] / size,
-               wait, release, early, checksum, result);
+               wait, release, wait_med * 1e6, release_med * 1e6, early);
+        for (int p = 0; p < size; p++) printf("%s%ld", p ? "," : "", last[p]);
+        printf(" checksum=%.17g result=%s\n", checksum, result);
         fflush(stdout);
         free(grid);
         free(counts);
         free(displs);
     }
-    free(last_in);
-    free(sum_in);
-    free(sum_out);
-    free(first_out);
+    free(all_in);
+    free(all_out);
+    free(last);
     free(enter);
     free(leave);
     free(u);

@@ -259,10 +259,13 @@ def test_rendezvous_without_single_copy(lanai_builds, prog):
     harness.assert_passed(res, prog)
 
 
-def _allowed_cpus_per_rank(nranks, bind):
-    """Each rank's allowed CPUs, as the kernel reports them, by rank."""
+def _allowed_cpus_per_rank(nranks, bind, flag=None):
+    """Each rank's allowed CPUs, as the kernel reports them, by rank; with
+    `flag`, chosen by `--bind-to flag` over LANAI_BIND=bind."""
     script = 'echo "$PMI_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
-    r = run([harness.LANAIRUN, "-n", str(nranks), "sh", "-c", script], env={"LANAI_BIND": bind})
+    opts = ["--bind-to", flag] if flag else []
+    r = run([harness.LANAIRUN, *opts, "-n", str(nranks), "sh", "-c", script],
+            env={"LANAI_BIND": bind})
     assert r.returncode == 0, r.stdout + r.stderr
     out = {}
     for line in r.stdout.split("\n"):
@@ -316,9 +319,99 @@ def test_oversubscribed_ranks_are_pinned_round_robin_from_the_start():
     fit = min(2, len(cpus))
     assert set(_allowed_cpus_per_rank(fit, "auto").values()) == {everything}
     assert _allowed_cpus_per_rank(fit, "core") == {r: str(cpus[r]) for r in range(fit)}
+    # Open MPI's and Hydra's --bind-to say the same, over the variable.
+    assert _allowed_cpus_per_rank(fit, "none", "core") == {r: str(cpus[r]) for r in range(fit)}
+    assert set(_allowed_cpus_per_rank(n, "core", "none").values()) == {everything}
 
 
 def test_an_unknown_bind_choice_is_a_usage_error():
     r = run([harness.LANAIRUN, "-n", "2", "true"], env={"LANAI_BIND": "sockets"})
     assert r.returncode == 2
     assert 'LANAI_BIND="sockets": expected auto, core or none' in r.stderr
+
+
+# ------------------------------------------- the launcher's other spellings
+
+
+@pytest.fixture(scope="module")
+def mpmd():
+    exe, err = harness.compile_program(harness.LANAICC, "mpmd", "lanai")
+    assert exe, err
+    return exe
+
+
+def _layout(output):
+    m = re.search(r"^(?:\[0\] )?layout appnums=(\S+) shared=(\S+)$", output, re.M)
+    assert m, output
+    return m.group(1), m.group(2)
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 3])
+def test_several_programs_in_one_job(mpmd, tmp_path, nodes):
+    # Three programs (here one binary told what to expect): each gets its
+    # MPI_APPNUM, its own -env and -wdir, and the job's -genv.
+    wdir = os.path.realpath(tmp_path)
+    argv = [harness.LANAIRUN, "--timeout", str(harness.JOB_TIMEOUT_S), "-genv", "LANAI_TEST_G",
+            "g", "--nodes", str(nodes),
+            "-n", "1", "-env", "LANAI_TEST_ENV", "first", mpmd, "0", "first", ":",
+            "-np", "2", "-wdir", wdir, mpmd, "1", "-", wdir, ":",
+            mpmd, "2", "-"]
+    res = harness.run_job(argv, mpmd)
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+    assert _layout(res.output)[0] == "0,1,1,2"
+
+
+def test_several_programs_under_hydra(mpmd):
+    if not harness.have(harness.HYDRA):
+        pytest.skip(f"{harness.HYDRA} not installed (Debian: apt install mpich)")
+    argv = [harness.HYDRA, "-genv", "LANAI_TEST_G", "g", "-n", "2", mpmd, "0", "-", ":",
+            "-n", "1", "-env", "LANAI_TEST_ENV", "x", mpmd, "1", "x"]
+    res = harness.run_job(argv, mpmd, env_extra=harness.lib_env(),
+                          timeout_s=harness.JOB_TIMEOUT_S)
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+    assert _layout(res.output)[0] == "0,0,1"
+
+
+@pytest.mark.parametrize("flag,ranks,per_node,shared", [
+    ("-ppn", 8, 3, "3,3,3,3,3,3,2,2"),
+    ("--npernode", 4, 2, "2,2,2,2"),
+    ("-perhost", 3, 3, "3,3,3"),
+])
+def test_ranks_per_node(mpmd, flag, ranks, per_node, shared):
+    argv = [harness.LANAIRUN, "--timeout", str(harness.JOB_TIMEOUT_S), "-n", str(ranks), flag,
+            str(per_node), mpmd, "0", "-"]
+    res = harness.run_job(argv, mpmd, env_extra={"LANAI_TEST_G": "g"})
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+    assert _layout(res.output)[1] == shared
+
+
+def test_open_mpi_and_hydra_spellings_are_accepted(mpmd):
+    # What scripts written for mpirun or mpiexec.hydra pass on one machine.
+    host = os.uname().nodename
+    argv = [harness.LANAIRUN, "--oversubscribe", "-genvall", "-genvlist", "LANAI_TEST_G",
+            "--map-by", "core:OVERSUBSCRIBE", "--bind-to", "none", "-host", f"localhost,{host}:4",
+            "-l", "-np", "3", mpmd, "0", "-"]
+    res = harness.run_job(argv, mpmd, env_extra={"LANAI_TEST_G": "g"})
+    assert res.returncode == 0, res.tail()
+    # -l labels every line with its rank.
+    assert re.search(r"^\[0\] PASS mpmd$", res.output, re.M), res.tail()
+    assert _layout(res.output)[0] == "0,0,0"
+    harness.assert_clean(res)
+
+
+@pytest.mark.parametrize("argv,code,message", [
+    (["-host", "elsewhere.invalid", "true"], 2, 'host "elsewhere.invalid" is not this machine'),
+    (["--map-by", "node", "true"], 2, "--map-by node: lanairun places consecutive ranks"),
+    (["--bind-to", "socket", "true"], 2, "--bind-to socket: lanairun binds to a core"),
+    (["-n", "4", "-ppn", "2", "--nodes", "3", "true"], 2, "--nodes 3 and -ppn 2 disagree"),
+    (["-n", "1", "true", ":", "-n", "2"], 2, "no program to run"),
+    (["-wdir", "/nonexistent/lanai", "true"], 1, "-wdir /nonexistent/lanai: No such file"),
+    (["-genv", "ONLY_A_NAME"], 2, "option -genv needs a value"),
+])
+def test_launcher_options_it_cannot_honour_are_refused(argv, code, message):
+    r = run([harness.LANAIRUN, *argv])
+    assert r.returncode == code, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr

@@ -43,6 +43,11 @@ pub enum JobError {
     SpawnFailed { rank: usize, error: io::Error },
     /// A system call the launcher needs failed.
     Setup { what: &'static str, errno: Errno },
+    /// `-wdir` names a directory the ranks cannot start in.
+    BadWdir {
+        dir: std::path::PathBuf,
+        error: io::Error,
+    },
 }
 
 impl JobError {
@@ -65,6 +70,9 @@ impl fmt::Display for JobError {
                 write!(f, "cannot start rank {rank}: {}", describe_io(error))
             }
             Self::Setup { what, errno } => write!(f, "{what} failed: {}", errno.desc()),
+            Self::BadWdir { dir, error } => {
+                write!(f, "-wdir {}: {}", dir.display(), describe_io(error))
+            }
         }
     }
 }
@@ -188,18 +196,36 @@ fn start(opts: &Options) -> Result<Job, JobError> {
     let initial = [
         (
             "PMI_process_mapping".to_string(),
-            process_mapping(opts.ranks, opts.nodes),
+            process_mapping(&opts.node_sizes()),
         ),
         ("lanai-secret".to_string(), secret),
     ];
-    let pmi = PmiServer::new(kvsname, size, initial);
+    let appnums = (0..size).map(|r| opts.app_of(r).0 as i32).collect();
+    let pmi = PmiServer::new(kvsname, appnums, initial);
     // Orphans of the ranks come to us, so they are reaped rather than left as zombies.
     let _ = nix::sys::prctl::set_child_subreaper(true);
 
     let mut ranks: Vec<Rank> = Vec::with_capacity(size);
     let mut rank_stdin = None;
     let mut pgid = None;
-    let order = pin_order(opts.ranks);
+    for app in &opts.apps {
+        if let Some(dir) = &app.wdir {
+            let checked = std::fs::metadata(dir).and_then(|m| {
+                if m.is_dir() {
+                    Ok(())
+                } else {
+                    Err(io::Error::from_raw_os_error(Errno::ENOTDIR as i32))
+                }
+            });
+            if let Err(error) = checked {
+                return Err(JobError::BadWdir {
+                    dir: dir.clone(),
+                    error,
+                });
+            }
+        }
+    }
+    let order = pin_order(opts.ranks, opts.bind);
     for r in 0..size {
         let core = order.as_ref().map(|o| o[r % o.len()]);
         let spawned = spawn_one(opts, r, core, pgid, job_pid, &nonce);
@@ -255,8 +281,11 @@ fn abandon(ranks: &[Rank], pgid: Option<Pid>) {
 /// waits one switch per collective (8 ranks on 2 cores: barrier 4.7-5.0 us
 /// pinned, 4.5-15 us not). With a core each, placement is left to the
 /// kernel unless asked. Computed once per job: it reads sysfs per core.
-fn pin_order(ranks: u32) -> Option<Vec<usize>> {
-    let bind = bind_choice().ok()?;
+fn pin_order(ranks: u32, given: Option<&str>) -> Option<Vec<usize>> {
+    let bind = match given {
+        Some(b) => b.to_string(),
+        None => bind_choice().ok()?,
+    };
     if bind == "none" {
         return None;
     }
@@ -304,8 +333,12 @@ fn spawn_one(
         SockFlag::SOCK_CLOEXEC,
     )
     .map_err(setup("socketpair"))?;
-    let mut cmd = Command::new(&opts.program);
-    cmd.args(&opts.args);
+    let (_, app) = opts.app_of(r);
+    let mut cmd = Command::new(&app.program);
+    cmd.args(&app.args);
+    if let Some(dir) = &app.wdir {
+        cmd.current_dir(dir);
+    }
     for var in [
         "PMI_PORT",
         "PMI_ID",
@@ -315,7 +348,8 @@ fn spawn_one(
     ] {
         cmd.env_remove(var);
     }
-    for (k, v) in &opts.env {
+    // The job's variables, then this program's (MPMD), which win.
+    for (k, v) in opts.env.iter().chain(&app.env) {
         if let Some(v) = v {
             cmd.env(k, v);
         }
@@ -336,7 +370,7 @@ fn spawn_one(
         .process_group(pgid.map_or(0, Pid::as_raw));
     let cpus = core.and_then(cpu_set);
     let mut child = spawn_rank(cmd, theirs.as_raw_fd(), cpus)
-        .map_err(|error| classify_spawn_error(opts, r, error))?;
+        .map_err(|error| classify_spawn_error(&app.program, r, error))?;
     drop(theirs);
     let pmi = UnixStream::from(ours);
     pmi.set_nonblocking(true).map_err(|e| JobError::Setup {
@@ -365,7 +399,7 @@ fn spawn_one(
     Ok((rank, child.stdin.take()))
 }
 
-fn classify_spawn_error(opts: &Options, rank: usize, error: io::Error) -> JobError {
+fn classify_spawn_error(program: &OsString, rank: usize, error: io::Error) -> JobError {
     let not_executable = matches!(
         error.raw_os_error().map(Errno::from_raw),
         Some(
@@ -381,7 +415,7 @@ fn classify_spawn_error(opts: &Options, rank: usize, error: io::Error) -> JobErr
     );
     if not_executable {
         JobError::CannotExecute {
-            program: opts.program.clone(),
+            program: program.clone(),
             error,
         }
     } else {

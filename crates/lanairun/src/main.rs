@@ -28,20 +28,23 @@ fn main() -> ExitCode {
             eprintln!("{}", cli::USAGE);
             2
         }
-        Ok(cli::Command::Run(opts)) => match job::bind_choice() {
-            // A knob with a value lanairun does not know is a usage error.
-            Err(e) => {
-                eprintln!("lanairun: {e}");
-                2
-            }
-            Ok(_) => match job::run(&opts) {
-                Ok(code) => code,
+        // `--bind-to` overrides LANAI_BIND, which is checked otherwise.
+        Ok(cli::Command::Run(opts)) => {
+            match opts.bind.map_or_else(job::bind_choice, |b| Ok(b.into())) {
+                // A knob with a value lanairun does not know is a usage error.
                 Err(e) => {
                     eprintln!("lanairun: {e}");
-                    e.exit_code()
+                    2
                 }
-            },
-        },
+                Ok(_) => match job::run(&opts) {
+                    Ok(code) => code,
+                    Err(e) => {
+                        eprintln!("lanairun: {e}");
+                        e.exit_code()
+                    }
+                },
+            }
+        }
     };
     ExitCode::from(code)
 }

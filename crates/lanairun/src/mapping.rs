@@ -9,11 +9,11 @@ pub fn ranks_per_node(ranks: u32, nodes: u32) -> Vec<u32> {
         .collect()
 }
 
-/// MPICH's block description `(vector,(firstnode,nodecount,ranks_per_node),...)`,
-/// one triple per run of consecutive nodes with the same number of ranks.
-pub fn process_mapping(ranks: u32, nodes: u32) -> String {
+/// MPICH's block description `(vector,(firstnode,nodecount,ranks_per_node),...)`
+/// of nodes holding `counts[i]` consecutive ranks each, one triple per run
+/// of consecutive nodes with the same number of ranks.
+pub fn process_mapping(counts: &[u32]) -> String {
     let mut out = String::from("(vector");
-    let counts = ranks_per_node(ranks, nodes);
     let mut start = 0;
     while start < counts.len() {
         let run = counts[start..]
@@ -33,14 +33,29 @@ mod tests {
 
     #[test]
     fn mapping_strings() {
-        assert_eq!(process_mapping(1, 1), "(vector,(0,1,1))");
-        assert_eq!(process_mapping(3, 1), "(vector,(0,1,3))");
-        assert_eq!(process_mapping(5, 2), "(vector,(0,1,3),(1,1,2))");
-        assert_eq!(process_mapping(4, 2), "(vector,(0,2,2))");
-        assert_eq!(process_mapping(7, 3), "(vector,(0,1,3),(1,2,2))");
-        assert_eq!(process_mapping(8, 3), "(vector,(0,2,3),(2,1,2))");
-        assert_eq!(process_mapping(6, 6), "(vector,(0,6,1))");
-        assert_eq!(process_mapping(64, 5), "(vector,(0,4,13),(4,1,12))");
+        assert_eq!(process_mapping(&ranks_per_node(1, 1)), "(vector,(0,1,1))");
+        assert_eq!(process_mapping(&ranks_per_node(3, 1)), "(vector,(0,1,3))");
+        assert_eq!(
+            process_mapping(&ranks_per_node(5, 2)),
+            "(vector,(0,1,3),(1,1,2))"
+        );
+        assert_eq!(process_mapping(&ranks_per_node(4, 2)), "(vector,(0,2,2))");
+        assert_eq!(
+            process_mapping(&ranks_per_node(7, 3)),
+            "(vector,(0,1,3),(1,2,2))"
+        );
+        assert_eq!(
+            process_mapping(&ranks_per_node(8, 3)),
+            "(vector,(0,2,3),(2,1,2))"
+        );
+        assert_eq!(process_mapping(&ranks_per_node(6, 6)), "(vector,(0,6,1))");
+        assert_eq!(
+            process_mapping(&ranks_per_node(64, 5)),
+            "(vector,(0,4,13),(4,1,12))"
+        );
+        // -ppn: full nodes, then the rest.
+        assert_eq!(process_mapping(&[3, 3, 2]), "(vector,(0,2,3),(2,1,2))");
+        assert_eq!(process_mapping(&[5, 3]), "(vector,(0,1,5),(1,1,3))");
     }
 
     #[test]
@@ -56,7 +71,7 @@ mod tests {
                     "{counts:?}"
                 );
                 // The mapping string lists the same counts, expanded.
-                let m = process_mapping(ranks, nodes);
+                let m = process_mapping(&counts);
                 let inner = m
                     .strip_prefix("(vector,")
                     .unwrap()

@@ -33,6 +33,8 @@ struct RankState {
     initialized: bool,
     finalized: bool,
     in_barrier: bool,
+    /// The rank's program in an MPMD job (`MPI_APPNUM`).
+    appnum: i32,
 }
 
 /// PMI state shared by the whole job: one key-value space, one barrier.
@@ -45,16 +47,23 @@ pub struct PmiServer {
 }
 
 impl PmiServer {
-    /// A server for `size` ranks whose KVS starts with `initial`.
+    /// A server for one rank per entry of `appnums` (each rank's program
+    /// number), whose KVS starts with `initial`.
     pub fn new(
         kvsname: String,
-        size: usize,
+        appnums: Vec<i32>,
         initial: impl IntoIterator<Item = (String, String)>,
     ) -> Self {
         Self {
             kvsname,
             kvs: initial.into_iter().collect(),
-            ranks: (0..size).map(|_| RankState::default()).collect(),
+            ranks: appnums
+                .into_iter()
+                .map(|appnum| RankState {
+                    appnum,
+                    ..RankState::default()
+                })
+                .collect(),
             waiting: 0,
         }
     }
@@ -138,7 +147,7 @@ impl PmiServer {
                 keylen_max: KEYLEN_MAX,
                 vallen_max: VALLEN_MAX,
             })),
-            Request::GetAppnum => events.push(reply(Response::Appnum(0))),
+            Request::GetAppnum => events.push(reply(Response::Appnum(self.ranks[rank].appnum))),
             Request::GetMyKvsname => events.push(reply(Response::MyKvsname(self.kvsname.clone()))),
             Request::GetUniverseSize => {
                 events.push(reply(Response::UniverseSize(self.ranks.len() as i32)))
@@ -253,7 +262,7 @@ mod tests {
     fn server(n: usize) -> PmiServer {
         PmiServer::new(
             "kvs_test".into(),
-            n,
+            vec![0; n],
             [(
                 "PMI_process_mapping".to_string(),
                 "(vector,(0,1,2))".to_string(),
@@ -276,6 +285,17 @@ mod tests {
         assert_eq!(r.len(), 1, "{line}: {r:?}");
         assert_eq!(r[0].0, rank);
         r[0].1.clone()
+    }
+
+    #[test]
+    fn each_rank_gets_its_program_number() {
+        let mut s = PmiServer::new("kvs_test".into(), vec![0, 1, 1, 2], []);
+        for (rank, want) in [(0, 0), (1, 1), (2, 1), (3, 2)] {
+            assert_eq!(
+                one(&mut s, rank, "cmd=get_appnum\n"),
+                format!("cmd=appnum appnum={want}\n")
+            );
+        }
     }
 
     #[test]

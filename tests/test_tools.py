@@ -340,6 +340,15 @@ def mpmd():
     return exe
 
 
+@pytest.fixture(scope="module")
+def mpmd_mpich():
+    if not harness.have(harness.MPICH_CC):
+        pytest.skip(f"{harness.MPICH_CC} not installed (Debian: apt install libmpich-dev)")
+    exe, err = harness.compile_program(harness.MPICH_CC, "mpmd", "mpich")
+    assert exe, err
+    return exe
+
+
 def _layout(output):
     m = re.search(r"^(?:\[0\] )?layout appnums=(\S+) shared=(\S+)$", output, re.M)
     assert m, output
@@ -360,6 +369,16 @@ def test_several_programs_in_one_job(mpmd, tmp_path, nodes):
     harness.assert_passed(res, "mpmd")
     harness.assert_clean(res)
     assert _layout(res.output)[0] == "0,1,1,2"
+
+
+@pytest.mark.mpich
+def test_several_programs_built_with_mpich(mpmd_mpich):
+    argv = [harness.LANAIRUN, "--timeout", str(harness.JOB_TIMEOUT_S), "-x", "LANAI_TEST_G=g",
+            "--nodes", "2", "-n", "2", mpmd_mpich, "0", "-", ":", "-n", "2", mpmd_mpich, "1", "-"]
+    res = harness.run_job(argv, mpmd_mpich, env_extra=harness.lib_env())
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+    assert _layout(res.output) == ("0,0,1,1", "2,2,2,2")
 
 
 def test_several_programs_under_hydra(mpmd):

@@ -65,6 +65,8 @@ pub(crate) struct Conn {
     pub write_blocked: bool,
     /// Set while handshaking.
     pub deadline: Option<Instant>,
+    /// Small sends since the peer last spoke (see `congestion`).
+    pub pacer: crate::congestion::Pacer,
 }
 
 impl Conn {
@@ -82,6 +84,7 @@ impl Conn {
             out_pos: 0,
             write_blocked: false,
             deadline: None,
+            pacer: Default::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! is accepted. Carries (envelope, payload) pairs opaquely.
 #![forbid(unsafe_code)]
 
+mod congestion;
 mod conn;
 mod error;
 pub mod link;

@@ -1,6 +1,7 @@
 //! The TCP transport: a listener, on-demand authenticated connections and an
 //! edge-triggered epoll loop driven by [`TcpTransport::progress`].
 
+use crate::congestion;
 use crate::conn::{connect_nonblocking, connect_result, send_slices, Conn, Phase};
 use crate::error::TcpError;
 use crate::link::{
@@ -175,6 +176,9 @@ pub struct TcpTransport {
     direct_reads: bool,
     /// Polls in a row that the hot connection answered without epoll.
     direct_streak: u32,
+    /// Streams may be paced; false once the kernel refused (see
+    /// `congestion`), so that nobody asks again.
+    may_pace: bool,
 }
 
 impl std::fmt::Debug for TcpTransport {
@@ -254,6 +258,7 @@ impl TcpTransport {
             lenient: false,
             error: None,
             hot: None,
+            may_pace: true,
             direct_reads: false,
             direct_streak: 0,
         })
@@ -528,7 +533,7 @@ impl TcpTransport {
                     conn.deadline = Some(Instant::now() + self.handshake_timeout);
                     if done {
                         let _ = conn.sock.set_nodelay(true);
-                        loopback_congestion_control(&conn.sock);
+                        congestion::set_default(&conn.sock);
                     }
                     let id = self.insert(conn)?;
                     self.links[to as usize].attempt_started(id);
@@ -570,7 +575,12 @@ impl TcpTransport {
         let Some(idx) = self.slot_of(id) else {
             return Err(self.link_error(to));
         };
-        let Self { slots, pieces, .. } = self;
+        let Self {
+            slots,
+            pieces,
+            may_pace,
+            ..
+        } = self;
         let Some(conn) = slots[idx].conn.as_mut() else {
             return Err(TcpError::PeerLost {
                 rank: to,
@@ -578,6 +588,14 @@ impl TcpTransport {
             });
         };
         let len = payload[0].len() + payload[1].len();
+        if let Some(sw) = conn.pacer.sent(len) {
+            if !*may_pace || !congestion::is_loopback(&conn.sock) {
+                conn.pacer.refused();
+            } else if !congestion::apply(&conn.sock, sw) {
+                conn.pacer.refused();
+                *may_pace = false;
+            }
+        }
         pieces.clear();
         pieces.extend(frame::frames(env, len, max_frame));
         if conn.pending_out() > 0 || conn.write_blocked {
@@ -794,7 +812,7 @@ impl TcpTransport {
                 self.debug(format_args!("socket setup for {addr} failed: {e}"));
                 continue;
             }
-            loopback_congestion_control(&sock);
+            congestion::set_default(&sock);
             let hs = match random_nonce().and_then(|n| {
                 ServerHandshake::new(&self.secret, self.me, n).map_err(|_| TcpError::EmptySecret)
             }) {
@@ -833,7 +851,7 @@ impl TcpTransport {
                 return;
             }
             let _ = conn.sock.set_nodelay(true);
-            loopback_congestion_control(&conn.sock);
+            congestion::set_default(&conn.sock);
             if let Phase::Connecting(hs) = std::mem::replace(&mut conn.phase, Phase::Moving) {
                 conn.phase = Phase::AwaitChallenge(hs);
             }
@@ -1156,6 +1174,9 @@ impl TcpTransport {
             match conn.sock.read(buf) {
                 Ok(0) => break Err(Ok("connection closed by peer".to_string())),
                 Ok(n) => {
+                    if let Some(sw) = conn.pacer.received() {
+                        congestion::apply(&conn.sock, sw);
+                    }
                     // Into a large message's remainder, keep reading: its
                     // sender is most likely still streaming the rest, and
                     // going back to epoll between pieces cost 5% of 16 MiB
@@ -1311,16 +1332,5 @@ fn append_rest(pieces: &[FramePiece], payload: [&[u8]; 2], mut skip: usize, out:
             out.extend_from_slice(&part[skip..]);
             skip = 0;
         }
-    }
-}
-
-/// On loopback (emulated nodes on one host) congestion control has nothing
-/// to control; Reno is the cheapest on every ACK (BBR, a common default,
-/// cost about 0.1 us of a 3.5 us one-way latency here). Other links keep
-/// the system's choice.
-fn loopback_congestion_control(sock: &std::net::TcpStream) {
-    if sock.peer_addr().is_ok_and(|a| a.ip().is_loopback()) {
-        let reno = std::ffi::OsString::from("reno");
-        let _ = nix::sys::socket::setsockopt(sock, nix::sys::socket::sockopt::TcpCongestion, &reno);
     }
 }

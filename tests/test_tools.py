@@ -429,6 +429,9 @@ def test_open_mpi_and_hydra_spellings_are_accepted(mpmd):
     (["-n", "1", "true", ":", "-n", "2"], 2, "no program to run"),
     (["-wdir", "/nonexistent/lanai", "true"], 1, "-wdir /nonexistent/lanai: No such file"),
     (["-genv", "ONLY_A_NAME"], 2, "option -genv needs a value"),
+    # The first program's rank, already started, is ended with the job.
+    (["-n", "1", "sleep", "30", ":", "-n", "1", "/nonexistent/lanai"], 127,
+     'cannot execute "/nonexistent/lanai"'),
 ])
 def test_launcher_options_it_cannot_honour_are_refused(argv, code, message):
     r = run([harness.LANAIRUN, *argv])

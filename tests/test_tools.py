@@ -437,3 +437,40 @@ def test_launcher_options_it_cannot_honour_are_refused(argv, code, message):
     r = run([harness.LANAIRUN, *argv])
     assert r.returncode == code, r.stdout + r.stderr
     assert message in r.stderr, r.stderr
+
+
+# ------------------------------------------- pacing of one-way TCP streams
+
+
+def _bbr_possible():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            if "bbr" in f.read().split():
+                return True
+    except OSError:
+        pass
+    # Not loaded yet: root may load it on first use.
+    return os.geteuid() == 0 and os.path.exists(f"/lib/modules/{os.uname().release}")
+
+
+def test_tcp_paces_streams_of_small_messages_and_not_exchanges():
+    # Non-roots of a run of small reduces over TCP stream to the root and
+    # switch to pacing; allreduces (exchanges) never do. Results are
+    # checked by the programs either way.
+    stream, err = harness.compile_program(harness.LANAICC, "coll_runahead", "lanai")
+    assert stream, err
+    res = harness.run_job(harness.lanairun_argv(stream, 4, 4, ["3000", "8", "0", "reduce"]),
+                          stream, {"LANAI_STATS": "1"})
+    harness.assert_passed(res, "coll_runahead")
+    harness.assert_clean(res)
+    paced = harness.rank_stats(res.output, "paced streams")
+    assert sorted(paced) == [0, 1, 2, 3], res.tail()
+    assert paced[0] == 0, "the root only receives: " + res.tail()
+    if _bbr_possible():
+        assert sum(paced.values()) >= 1, res.tail()
+    exchange, err = harness.compile_program(harness.LANAICC, "allreduce_bits", "lanai")
+    assert exchange, err
+    res = harness.run_job(harness.lanairun_argv(exchange, 4, 4), exchange, {"LANAI_STATS": "1"})
+    harness.assert_passed(res, "allreduce_bits")
+    paced = harness.rank_stats(res.output, "paced streams")
+    assert paced == {0: 0, 1: 0, 2: 0, 3: 0}, res.tail()

@@ -114,6 +114,8 @@ pub struct Stats {
     pub bytes_sent: u64,
     pub messages_received: u64,
     pub bytes_received: u64,
+    /// Times a connection began to pace a stream (see `congestion`).
+    pub paced_streams: u64,
 }
 
 /// Callback receiving (source world rank, envelope, payload).
@@ -579,6 +581,7 @@ impl TcpTransport {
             slots,
             pieces,
             may_pace,
+            stats,
             ..
         } = self;
         let Some(conn) = slots[idx].conn.as_mut() else {
@@ -594,6 +597,8 @@ impl TcpTransport {
             } else if !congestion::apply(&conn.sock, sw) {
                 conn.pacer.refused();
                 *may_pace = false;
+            } else {
+                stats.paced_streams += 1;
             }
         }
         pieces.clear();

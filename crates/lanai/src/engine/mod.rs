@@ -451,13 +451,18 @@ impl Engine {
     fn print_stats(&self) {
         let k = &self.net.counters;
         let refs = &self.st.colls.refs;
-        let (conns, tmsgs, tbytes) = self.net.tcp.as_ref().map_or((0, 0, 0), |t| {
+        let (conns, tmsgs, tbytes, paced) = self.net.tcp.as_ref().map_or((0, 0, 0, 0), |t| {
             let s = t.stats();
-            (s.connections, s.messages_sent, s.bytes_sent)
+            (
+                s.connections,
+                s.messages_sent,
+                s.bytes_sent,
+                s.paced_streams,
+            )
         });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
         lanai_common::say!(
-            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; flat reduces {}",
+            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes} paced streams {paced}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; flat reduces {}",
             self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes, k.sleeps, k.sleep_timeouts,
             crate::abi::userbuf::packed_bytes(), k.shared_copies, k.streamed_local, refs.passed, refs.reads, refs.refused_count,
             refs.owed.sent, refs.owed.answered, refs.asks, refs.lend_asks,

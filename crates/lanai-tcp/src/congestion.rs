@@ -9,7 +9,7 @@
 //! puts each message through the whole receive path in its own `sendmsg`,
 //! about 3 us apiece. BBR paces its sends (internal pacing: loopback has no
 //! `fq` queue), so messages written meanwhile leave together and the fan-in
-//! costs far less (8-byte reduces at 8 ranks on 8 nodes: 13.4 against 5.3
+//! costs far less (8-byte reduces at 8 ranks on 8 nodes: 12.0 against 5.4
 //! us per call; see `docs/decisions.md`). Such a stream is recognised by
 //! [`STREAK`] small sends without anything received from the peer, and
 //! ends at the first thing received.

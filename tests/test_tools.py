@@ -407,12 +407,14 @@ def test_ranks_per_node(mpmd, flag, ranks, per_node, shared):
     assert _layout(res.output)[1] == shared
 
 
-def test_open_mpi_and_hydra_spellings_are_accepted(mpmd):
+def test_open_mpi_and_hydra_spellings_are_accepted(mpmd, tmp_path):
     # What scripts written for mpirun or mpiexec.hydra pass on one machine.
     host = os.uname().nodename
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"localhost slots=2\n{host}:1  # this machine\n")
     argv = [harness.LANAIRUN, "--oversubscribe", "-genvall", "-genvlist", "LANAI_TEST_G",
             "--map-by", "core:OVERSUBSCRIBE", "--bind-to", "none", "-host", f"localhost,{host}:4",
-            "-l", "-np", "3", mpmd, "0", "-"]
+            "--hostfile", str(hosts), "-l", "-np", "3", mpmd, "0", "-"]
     res = harness.run_job(argv, mpmd, env_extra={"LANAI_TEST_G": "g"})
     assert res.returncode == 0, res.tail()
     # -l labels every line with its rank.

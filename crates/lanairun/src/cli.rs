@@ -22,6 +22,7 @@ usage: lanairun [options] [-n N] prog [args...] [: [-n N] prog [args...]]...
   --bind-to core|hwthread|none  pin ranks (LANAI_BIND=core) or never (none)
   --oversubscribe, -genvall, -envall, --map-by slot|core  accepted: already what lanairun does
   -host, -hosts, --host, -H H[,H...]  accepted when every host is this machine
+  -f, --hostfile, --machinefile FILE  the same, for every host the file lists
   --version                   print the version and exit
   -h, --help                  print this help and exit
 (also installed as mpiexec and mpirun; across hosts, use mpiexec.hydra)";
@@ -336,16 +337,22 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
             "-host" | "-hosts" | "--host" | "-H" => {
                 let v = value(name)?;
                 for h in v.split(',').filter(|h| !h.is_empty()) {
-                    // Open MPI's `host:slots`.
-                    let host = h.rsplit_once(':').map_or(h, |(n, slots)| {
-                        if slots.parse::<u32>().is_ok() {
-                            n
-                        } else {
-                            h
-                        }
-                    });
-                    if !is_this_machine(host) {
-                        return Err(UsageError::RemoteHost(host.to_string()));
+                    only_here(h)?;
+                }
+            }
+            "-f" | "-hostfile" | "--hostfile" | "-machinefile" | "--machinefile" => {
+                let path = value(name)?;
+                let text = std::fs::read_to_string(&path).map_err(|e| UsageError::Unsupported {
+                    option: name.to_string(),
+                    value: path.clone(),
+                    why: io_why(&e),
+                })?;
+                // One host per line, then `:slots` (Hydra) or ` slots=N`
+                // (Open MPI); `#` starts a comment.
+                for line in text.lines() {
+                    let line = line.split('#').next().unwrap_or_default();
+                    if let Some(h) = line.split_whitespace().next() {
+                        only_here(h)?;
                     }
                 }
             }
@@ -390,6 +397,33 @@ fn variable(v: &str) -> Result<(String, Option<String>), UsageError> {
         return Err(UsageError::BadVariable(v.to_string()));
     }
     Ok((var, val))
+}
+
+/// `host`, or `host:slots`, names this machine, or the job is refused.
+fn only_here(h: &str) -> Result<(), UsageError> {
+    let host = h.rsplit_once(':').map_or(
+        h,
+        |(n, slots)| {
+            if slots.parse::<u32>().is_ok() {
+                n
+            } else {
+                h
+            }
+        },
+    );
+    if is_this_machine(host) {
+        Ok(())
+    } else {
+        Err(UsageError::RemoteHost(host.to_string()))
+    }
+}
+
+fn io_why(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file",
+        std::io::ErrorKind::PermissionDenied => "permission denied",
+        _ => "cannot be read",
+    }
 }
 
 /// Whether `host` names this machine.
@@ -600,6 +634,36 @@ mod tests {
         let me = nix::unistd::gethostname().unwrap();
         let me = me.to_str().unwrap();
         assert!(run(&["-H", &format!("{me}:2"), "p"]).is_ok());
+    }
+
+    #[test]
+    fn host_files_must_name_this_machine() {
+        let dir = std::env::temp_dir().join(format!("lanairun-hosts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let here = dir.join("here");
+        std::fs::write(
+            &here,
+            "# local\nlocalhost slots=4\n\n127.0.0.1:2  # and this\n",
+        )
+        .unwrap();
+        let far = dir.join("far");
+        std::fs::write(&far, "localhost\nnode9 slots=2\n").unwrap();
+        let h = here.to_str().unwrap();
+        assert!(run(&["-f", h, "p"]).is_ok());
+        assert!(run(&["--hostfile", h, "p"]).is_ok());
+        assert!(run(&["-machinefile", h, "p"]).is_ok());
+        assert_eq!(
+            run(&["--machinefile", far.to_str().unwrap(), "p"]),
+            Err(UsageError::RemoteHost("node9".into()))
+        );
+        assert!(matches!(
+            run(&["-f", dir.join("none").to_str().unwrap(), "p"]),
+            Err(UsageError::Unsupported {
+                why: "no such file",
+                ..
+            })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -393,6 +393,23 @@ def test_several_programs_under_hydra(mpmd):
     assert _layout(res.output)[0] == "0,0,1"
 
 
+def test_genvnone_and_envnone_pass_only_what_is_named(mpmd):
+    # The launcher's LANAI_TEST_ENV reaches only the program without
+    # -envnone; -genv's variable reaches everyone; with -genvnone nobody
+    # inherits it.
+    leak = {"LANAI_TEST_ENV": "leak"}
+    argv = [harness.LANAIRUN, "--timeout", str(harness.JOB_TIMEOUT_S), "-genv", "LANAI_TEST_G",
+            "g", "-n", "1", "-envnone", mpmd, "0", "-", ":", "-n", "2", mpmd, "1", "leak"]
+    res = harness.run_job(argv, mpmd, env_extra=leak)
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+    argv = [harness.LANAIRUN, "--timeout", str(harness.JOB_TIMEOUT_S), "-genvnone", "-genv",
+            "LANAI_TEST_G", "g", "-n", "3", "--nodes", "2", mpmd, "0", "-"]
+    res = harness.run_job(argv, mpmd, env_extra=leak)
+    harness.assert_passed(res, "mpmd")
+    harness.assert_clean(res)
+
+
 @pytest.mark.parametrize("flag,ranks,per_node,shared", [
     ("-ppn", 8, 3, "3,3,3,3,3,3,2,2"),
     ("--npernode", 4, 2, "2,2,2,2"),

@@ -17,6 +17,7 @@ usage: lanairun [options] [-n N] prog [args...] [: [-n N] prog [args...]]...
   -x VAR[=VAL]                pass VAR (with value VAL) to every rank
   -genv VAR VAL               the same as -x VAR=VAL
   -genvlist VAR,VAR...        pass these variables' values to every rank
+  -genvnone, -envnone         pass no other variable of lanairun's environment
   -env VAR VAL, -envlist ...  the same, for this program's ranks only (MPMD)
   -wdir, -wd DIR              start this program's ranks in DIR
   --bind-to core|hwthread|none  pin ranks (LANAI_BIND=core) or never (none)
@@ -44,6 +45,8 @@ pub struct App {
     /// `-env`/`-envlist`, for these ranks only; applied after the job's.
     pub env: Vec<(String, Option<String>)>,
     pub wdir: Option<PathBuf>,
+    /// `-envnone`: these ranks inherit nothing from the launcher.
+    pub env_none: bool,
 }
 
 /// A job to run.
@@ -60,6 +63,9 @@ pub struct Options {
     pub tag_output: bool,
     /// Variables for every rank; `None` means "pass the launcher's own value".
     pub env: Vec<(String, Option<String>)>,
+    /// `-genvnone`: ranks inherit nothing from the launcher's environment,
+    /// only the variables named on the command line and PMI's.
+    pub env_none: bool,
     /// `--bind-to`, as a `LANAI_BIND` value; overrides the variable.
     pub bind: Option<&'static str>,
     /// In rank order: ranks `0..apps[0].ranks` run the first, and so on.
@@ -164,6 +170,7 @@ struct Pending {
     ranks: Option<u32>,
     env: Vec<(String, Option<String>)>,
     wdir: Option<PathBuf>,
+    env_none: bool,
 }
 
 /// Parses the arguments after the program name.
@@ -177,6 +184,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
         timeout_text: String::new(),
         tag_output: false,
         env: Vec::new(),
+        env_none: false,
         bind: None,
         apps: Vec::new(),
     };
@@ -209,6 +217,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
                 args,
                 env: done.env,
                 wdir: done.wdir,
+                env_none: done.env_none,
             });
             want_program = more;
             if more {
@@ -297,6 +306,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
             }
             // Ranks inherit the launcher's environment already.
             "-genvall" | "-envall" => {}
+            "-genvnone" => o.env_none = true,
+            "-envnone" => app.env_none = true,
             "-wdir" | "--wdir" | "-wd" | "--wd" => app.wdir = Some(PathBuf::from(value(name)?)),
             // lanairun sees ranks outnumber cores and adapts by itself.
             "--oversubscribe" | "-oversubscribe" => {}
@@ -588,6 +599,7 @@ mod tests {
             "-genvlist",
             "B,C",
             "-genvall",
+            "-genvnone",
             "-l",
             "--map-by",
             "core:OVERSUBSCRIBE",
@@ -609,6 +621,7 @@ mod tests {
             ]
         );
         assert!(o.tag_output);
+        assert!(o.env_none);
         assert_eq!(o.bind, Some("none"));
         assert_eq!(
             run(&["-bind-to", "hwthread", "p"]).unwrap().bind,
@@ -687,8 +700,8 @@ mod tests {
     #[test]
     fn programs_after_colons() {
         let o = run(&[
-            "-genv", "G", "1", "-n", "1", "-env", "L", "a", "-wdir", "/tmp", "first", "x", ":",
-            "-np", "3", "second", "y", "z", ":", "third",
+            "-genv", "G", "1", "-n", "1", "-env", "L", "a", "-wdir", "/tmp", "-envnone", "first",
+            "x", ":", "-np", "3", "second", "y", "z", ":", "third",
         ])
         .unwrap();
         assert_eq!(o.ranks, 5);
@@ -711,6 +724,10 @@ mod tests {
         assert!(o.apps[1].env.is_empty());
         assert_eq!(o.apps[0].wdir, Some(PathBuf::from("/tmp")));
         assert_eq!(o.apps[1].wdir, None);
+        assert_eq!(
+            (o.apps[0].env_none, o.apps[1].env_none, o.env_none),
+            (true, false, false)
+        );
         assert_eq!(o.env, vec![("G".into(), Some("1".into()))]);
         let who: Vec<usize> = (0..5).map(|r| o.app_of(r).0).collect();
         assert_eq!(who, vec![0, 1, 1, 1, 2]);

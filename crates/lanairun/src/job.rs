@@ -348,10 +348,21 @@ fn spawn_one(
     ] {
         cmd.env_remove(var);
     }
-    // The job's variables, then this program's (MPMD), which win.
+    if opts.env_none || app.env_none {
+        cmd.env_clear();
+    }
+    // The job's variables, then this program's (MPMD), which win. A name
+    // alone takes the launcher's value, which matters once cleared.
     for (k, v) in opts.env.iter().chain(&app.env) {
-        if let Some(v) = v {
-            cmd.env(k, v);
+        match v {
+            Some(v) => {
+                cmd.env(k, v);
+            }
+            None => {
+                if let Some(v) = std::env::var_os(k) {
+                    cmd.env(k, v);
+                }
+            }
         }
     }
     cmd.env("PMI_FD", theirs.as_raw_fd().to_string())

@@ -13,6 +13,7 @@ use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::offload::desc::{Desc, Work};
 use crate::offload::server::engine_prefix;
+use crate::offload::trace::{Event, Trace};
 use crate::shm::engine_seg::{self as es, EngineSeg};
 use lanai_coll::Combine;
 use lanai_common::knobs;
@@ -133,6 +134,8 @@ pub struct Offload {
     registered: HashSet<u32>,
     /// The node's first rank owns the engine process.
     child: Option<std::process::Child>,
+    /// `LANAI_ENGINE_TRACE`: this rank's side of the hand-offs.
+    trace: Option<Trace>,
 }
 
 /// The engine the node's first rank started, before the job knows whether
@@ -338,6 +341,7 @@ pub fn connect(
         chunks_left: HashMap::new(),
         registered: HashSet::new(),
         child,
+        trace: Trace::for_rank(&knobs::get(&knobs::ENGINE_TRACE), job.my_node(), me),
     }))
 }
 
@@ -365,6 +369,9 @@ impl Offload {
             .slot_state(self.me, s)
             .store(es::SLOT_POSTED, Ordering::Release);
         self.seg.posted(self.me).fetch_add(1, Ordering::SeqCst);
+        if let Some(t) = self.trace.as_mut() {
+            t.at(Event::Post, d.seq, self.me as u32);
+        }
         self.slots[s] = Some(p);
         if self.seg.engine_sleeping().load(Ordering::SeqCst) != 0 {
             if let Some(b) = bell {
@@ -672,6 +679,9 @@ impl Engine {
                 continue;
             }
             did = true;
+            if let Some(t) = o.trace.as_mut() {
+                t.at(Event::Seen, 0, o.me as u32);
+            }
             let p = o.slots[s].take().unwrap_or(Pending::NOTHING);
             let n = o.seg.result_len(o.me, s).load(Ordering::Relaxed) as usize;
             let res = o.seg.read_data(o.me, s, n);
@@ -737,6 +747,9 @@ impl Engine {
         let bell = self.net.doorbell.as_ref();
         if let Some(o) = self.offload.as_mut() {
             o.detach(bell);
+            if let Some(t) = o.trace.take() {
+                t.write().map_err(MpiError::other)?;
+            }
         }
         Ok(())
     }

@@ -2,8 +2,8 @@
 //! collective's time goes, as seen by every node's engine on one clock.
 //! `CLOCK_MONOTONIC` is shared by every process on a host, so the engines
 //! of emulated nodes can be lined up: a send on one node and its receipt on
-//! another give the message's one-way time. `eval/engine-trace` reads the
-//! files.
+//! another give the message's one-way time. Ranks record their side of the
+//! hand-offs in the same way. `eval/engine-trace` reads the files.
 
 use std::io::Write;
 
@@ -24,6 +24,10 @@ pub enum Event {
     Receive,
     /// A completion about to be written for local rank `peer`.
     Done,
+    /// Rank side: a descriptor for instance `seq` posted to the engine.
+    Post,
+    /// Rank side: a completion seen in a slot.
+    Seen,
 }
 
 impl Event {
@@ -34,10 +38,13 @@ impl Event {
             Event::SendEnd => 'S',
             Event::Receive => 'R',
             Event::Done => 'D',
+            Event::Post => 'P',
+            Event::Seen => 'C',
         }
     }
 }
 
+#[derive(Debug)]
 pub struct Trace {
     path: std::path::PathBuf,
     events: Vec<(u64, Event, u32, u32)>,
@@ -48,6 +55,15 @@ impl Trace {
     pub fn new(dir: &str, node: u32) -> Option<Self> {
         (!dir.is_empty()).then(|| Trace {
             path: std::path::Path::new(dir).join(format!("engine-{node}.trace")),
+            events: Vec::new(),
+        })
+    }
+
+    /// A rank's trace, `rank-<node>-<local>.trace`: local rank `local` of
+    /// node `node`, as the engine numbers it in its own events.
+    pub fn for_rank(dir: &str, node: u32, local: usize) -> Option<Self> {
+        (!dir.is_empty()).then(|| Trace {
+            path: std::path::Path::new(dir).join(format!("rank-{node}-{local}.trace")),
             events: Vec::new(),
         })
     }
@@ -90,6 +106,13 @@ mod tests {
         t.at(Event::Receive, 7, 2);
         t.at(Event::Done, 0, 0);
         t.write().unwrap();
+        let mut r = Trace::for_rank(dir.to_str().unwrap(), 3, 1).unwrap();
+        r.at(Event::Post, 9, 1);
+        r.at(Event::Seen, 0, 1);
+        r.write().unwrap();
+        let text = std::fs::read_to_string(dir.join("rank-3-1.trace")).unwrap();
+        let kinds: Vec<&str> = text.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
+        assert_eq!(kinds, ["P", "C"]);
         let text = std::fs::read_to_string(dir.join("engine-3.trace")).unwrap();
         let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
         let kinds: Vec<&str> = lines.iter().map(|l| l[1]).collect();

@@ -353,12 +353,14 @@ def test_tiny_pool_forces_retries(exes):
 
 @needs_engine
 def test_engine_trace_lines_up_every_message(exes, tmp_path):
-    # LANAI_ENGINE_TRACE: each engine leaves its events; eval/engine-trace
-    # pairs every message sent with its receipt on the other node.
+    # LANAI_ENGINE_TRACE: each engine and each rank leaves its events;
+    # eval/engine-trace pairs every message sent with its receipt on the
+    # other node, and each rank's posts and completions with its engine's.
     exe = exes[LOOP]
     res = run(_lanairun(exe, 2, 2, ["2"]), exe, "all", {"LANAI_ENGINE_TRACE": str(tmp_path)})
     check_ok(res, LOOP)
-    assert sorted(os.listdir(tmp_path)) == ["engine-0.trace", "engine-1.trace"]
+    assert sorted(os.listdir(tmp_path)) == ["engine-0.trace", "engine-1.trace",
+                                            "rank-0-0.trace", "rank-1-0.trace"]
     out = tmp_path / "summary.json"
     tool = os.path.join(harness.REPO_ROOT, "eval", "engine-trace")
     r = subprocess.run([sys.executable, tool, str(tmp_path), "--json", str(out)],
@@ -370,6 +372,12 @@ def test_engine_trace_lines_up_every_message(exes, tmp_path):
     for node in ("0", "1"):
         assert s["per_node"][node]["instances"] > 50, r.stdout
         assert s["per_node"][node]["take_to_done_us"] > 0, r.stdout
+    # Each rank's hand-offs: its completions follow the engine's, and the
+    # engine takes each descriptor after the rank posted it.
+    assert sorted(s["ranks"]) == ["0.0", "1.0"], r.stdout
+    for rank in ("0.0", "1.0"):
+        h = s["ranks"][rank]
+        assert h["notice_us"] > 0 and h["pickup_us"] > 0 and h["turnaround_us"] > 0, r.stdout
 
 
 FALLBACK_LINE = re.compile(r"^.*offload engine.*$", re.M)

@@ -74,7 +74,7 @@ impl Pacer {
 }
 
 /// Whether `sock` leads to this host.
-pub(crate) fn is_loopback(sock: &TcpStream) -> bool {
+fn is_loopback(sock: &TcpStream) -> bool {
     sock.peer_addr().is_ok_and(|a| a.ip().is_loopback())
 }
 

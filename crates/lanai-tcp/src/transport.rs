@@ -592,7 +592,7 @@ impl TcpTransport {
         };
         let len = payload[0].len() + payload[1].len();
         if let Some(sw) = conn.pacer.sent(len) {
-            if !*may_pace || !congestion::is_loopback(&conn.sock) {
+            if !*may_pace || !conn.addr.ip().is_loopback() {
                 conn.pacer.refused();
             } else if !congestion::apply(&conn.sock, sw) {
                 conn.pacer.refused();

@@ -89,7 +89,7 @@ impl Options {
     /// Ranks on each emulated node, in node order.
     pub fn node_sizes(&self) -> Vec<u32> {
         match self.per_node {
-            Some(p) => (0..self.nodes).map(|i| p.min(self.ranks - i * p)).collect(),
+            Some(p) => crate::mapping::ranks_at_most_per_node(self.ranks, p),
             None => crate::mapping::ranks_per_node(self.ranks, self.nodes),
         }
     }

@@ -9,6 +9,15 @@ pub fn ranks_per_node(ranks: u32, nodes: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Ranks per node with `per_node` on each (`-ppn`), the last node taking
+/// what is left.
+pub fn ranks_at_most_per_node(ranks: u32, per_node: u32) -> Vec<u32> {
+    let per_node = per_node.max(1);
+    (0..ranks.div_ceil(per_node))
+        .map(|i| per_node.min(ranks - i * per_node))
+        .collect()
+}
+
 /// MPICH's block description `(vector,(firstnode,nodecount,ranks_per_node),...)`
 /// of nodes holding `counts[i]` consecutive ranks each, one triple per run
 /// of consecutive nodes with the same number of ranks.
@@ -54,6 +63,10 @@ mod tests {
             "(vector,(0,4,13),(4,1,12))"
         );
         // -ppn: full nodes, then the rest.
+        assert_eq!(ranks_at_most_per_node(8, 3), vec![3, 3, 2]);
+        assert_eq!(ranks_at_most_per_node(8, 5), vec![5, 3]);
+        assert_eq!(ranks_at_most_per_node(4, 4), vec![4]);
+        assert_eq!(ranks_at_most_per_node(2, 9), vec![2]);
         assert_eq!(process_mapping(&[3, 3, 2]), "(vector,(0,2,3),(2,1,2))");
         assert_eq!(process_mapping(&[5, 3]), "(vector,(0,1,5),(1,1,3))");
     }

@@ -99,6 +99,93 @@ crate::mpi_fn! { MPI_Session_fromint / PMPI_Session_fromint (session: c_int) -> 
 crate::mpi_fn! { MPI_File_toint / PMPI_File_toint (file: MPI_File) -> c_int { let _ = file; 0 } }
 crate::mpi_fn! { MPI_File_fromint / PMPI_File_fromint (file: c_int) -> MPI_File { let _ = file; MPI_FILE_NULL } }
 
+// ---- Statuses: MPICH's C status is five ints, as are the Fortran and
+// Fortran 2008 ones, so a conversion is a copy. The sentinels are checked
+// by their current value: MPICH's Fortran library moves the Fortran ones.
+
+/// Copies one status after checking both ends.
+///
+/// # Safety
+/// Each pointer is null or a sentinel (rejected), or valid for five ints.
+unsafe fn copy_status(
+    name: &'static str,
+    from: *const c_int,
+    from_ignore: bool,
+    to: *mut c_int,
+    to_ignore: bool,
+) -> c_int {
+    let why = if from.is_null() || to.is_null() {
+        Some("a status argument is NULL")
+    } else if from_ignore || to_ignore {
+        Some("a status argument is a STATUS_IGNORE sentinel")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return super::errors::raise(
+            name,
+            None,
+            crate::engine::error::MpiError::new(MPI_ERR_ARG, why),
+        );
+    }
+    // SAFETY: both non-null and not sentinels, so the caller's statuses of
+    // five ints each; they may be the same status, so copy as overlapping.
+    unsafe { std::ptr::copy(from, to, STATUS_INTS) };
+    MPI_SUCCESS
+}
+
+const STATUS_INTS: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of::<c_int>();
+
+fn is_c_ignore(p: *const MPI_Status) -> bool {
+    p as usize == MPI_STATUS_IGNORE
+}
+
+fn is_f_ignore(p: *const MPI_Fint) -> bool {
+    p == super::exported_data::MPI_F_STATUS_IGNORE.get()
+}
+
+fn is_f08_ignore(p: *const MPI_F08_status) -> bool {
+    p == super::exported_data::MPI_F08_STATUS_IGNORE.0
+}
+
+crate::mpi_fn! {
+    MPI_Status_c2f / PMPI_Status_c2f (c_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_c2f", c_status as *const c_int, is_c_ignore(c_status), f_status, is_f_ignore(f_status)) }
+    }
+}
+crate::mpi_fn! {
+    MPI_Status_f2c / PMPI_Status_f2c (f_status: *const MPI_Fint, c_status: *mut MPI_Status) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_f2c", f_status, is_f_ignore(f_status), c_status as *mut c_int, is_c_ignore(c_status)) }
+    }
+}
+crate::mpi_fn! {
+    MPI_Status_c2f08 / PMPI_Status_c2f08 (c_status: *const MPI_Status, f08_status: *mut MPI_F08_status) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_c2f08", c_status as *const c_int, is_c_ignore(c_status), f08_status as *mut c_int, is_f08_ignore(f08_status)) }
+    }
+}
+crate::mpi_fn! {
+    MPI_Status_f082c / PMPI_Status_f082c (f08_status: *const MPI_F08_status, c_status: *mut MPI_Status) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_f082c", f08_status as *const c_int, is_f08_ignore(f08_status), c_status as *mut c_int, is_c_ignore(c_status)) }
+    }
+}
+
+crate::mpi_fn! {
+    MPI_Status_f2f08 / PMPI_Status_f2f08 (f_status: *const MPI_Fint, f08_status: *mut MPI_F08_status) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_f2f08", f_status, is_f_ignore(f_status), f08_status as *mut c_int, is_f08_ignore(f08_status)) }
+    }
+}
+crate::mpi_fn! {
+    MPI_Status_f082f / PMPI_Status_f082f (f08_status: *const MPI_F08_status, f_status: *mut MPI_Fint) -> c_int {
+        // SAFETY: checked inside; the caller's statuses.
+        unsafe { copy_status("MPI_Status_f082f", f08_status as *const c_int, is_f08_ignore(f08_status), f_status, is_f_ignore(f_status)) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +253,41 @@ mod tests {
             assert_eq!(MPI_Aint_add(MPI_Aint::MAX, 1), MPI_Aint::MIN);
             assert_eq!(MPI_Aint_diff(MPI_Aint::MIN, 1), MPI_Aint::MAX);
         }
+    }
+
+    #[test]
+    fn statuses_convert_by_copy_and_know_the_fortran_sentinel() {
+        let c_in = MPI_Status {
+            count_lo: 12,
+            count_hi_and_cancelled: 1,
+            MPI_SOURCE: 3,
+            MPI_TAG: 77,
+            MPI_ERROR: 0,
+        };
+        let mut f = [0 as MPI_Fint; STATUS_INTS];
+        let mut f08 = MPI_Status {
+            count_lo: 0,
+            count_hi_and_cancelled: 0,
+            MPI_SOURCE: 0,
+            MPI_TAG: 0,
+            MPI_ERROR: 0,
+        };
+        let mut c_out = f08;
+        // SAFETY: live statuses of five ints each.
+        unsafe {
+            assert_eq!(MPI_Status_c2f(&c_in, f.as_mut_ptr()), MPI_SUCCESS);
+            assert_eq!(MPI_Status_f2f08(f.as_ptr(), &mut f08), MPI_SUCCESS);
+            assert_eq!(MPI_Status_f082c(&f08, &mut c_out), MPI_SUCCESS);
+        }
+        assert_eq!(f, [12, 1, 3, 77, 0]);
+        assert_eq!(
+            (c_out.count_lo, c_out.MPI_SOURCE, c_out.MPI_TAG),
+            (12, 3, 77)
+        );
+        assert!(is_f_ignore(
+            super::super::exported_data::MPI_F_STATUS_IGNORE.get()
+        ));
+        assert!(!is_f_ignore(f.as_ptr()));
+        assert!(is_c_ignore(MPI_STATUS_IGNORE as *const MPI_Status));
     }
 }

@@ -4,7 +4,12 @@
 //! Programs only compare these pointers; each points at its own sentinel.
 //! Executables copy the pointer variables into themselves (copy
 //! relocations), so each must stay exactly one pointer in size.
+//!
+//! MPICH's Fortran library writes `MPI_F_STATUS_IGNORE` and
+//! `MPI_F_STATUSES_IGNORE` at start-up (its own common blocks become the
+//! sentinels), so those two are writable and read through [`FortranPtr::get`].
 
+use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_void};
 
 use super::consts::*;
@@ -34,12 +39,32 @@ static PVAR_ALL_HANDLES_SENTINEL: u8 = 0;
 pub static MPI_UNWEIGHTED: ExportedPtr<c_int> = ExportedPtr(&UNWEIGHTED_SENTINEL);
 #[no_mangle]
 pub static MPI_WEIGHTS_EMPTY: ExportedPtr<c_int> = ExportedPtr(&WEIGHTS_EMPTY_SENTINEL);
+/// A pointer variable the Fortran library may overwrite: interior
+/// mutability keeps it out of read-only memory.
+#[repr(transparent)]
+pub struct FortranPtr(UnsafeCell<*const MPI_Fint>);
+
+// SAFETY: written once, by MPICH's Fortran start-up before any MPI call
+// reads it; every read is a volatile load of one aligned pointer.
+unsafe impl Sync for FortranPtr {}
+
+impl FortranPtr {
+    /// The current sentinel.
+    pub fn get(&self) -> *const MPI_Fint {
+        // SAFETY: the cell holds an aligned pointer for the life of the
+        // process (see the `Sync` impl for why the read does not race).
+        unsafe { std::ptr::read_volatile(self.0.get()) }
+    }
+}
+
 #[no_mangle]
-pub static MPI_F_STATUS_IGNORE: ExportedPtr<MPI_Fint> =
-    ExportedPtr(&F_STATUS_IGNORE_SENTINEL as *const [MPI_Fint; 5] as *const MPI_Fint);
+pub static MPI_F_STATUS_IGNORE: FortranPtr = FortranPtr(UnsafeCell::new(
+    &F_STATUS_IGNORE_SENTINEL as *const [MPI_Fint; 5] as *const MPI_Fint,
+));
 #[no_mangle]
-pub static MPI_F_STATUSES_IGNORE: ExportedPtr<MPI_Fint> =
-    ExportedPtr(&F_STATUSES_IGNORE_SENTINEL as *const [MPI_Fint; 5] as *const MPI_Fint);
+pub static MPI_F_STATUSES_IGNORE: FortranPtr = FortranPtr(UnsafeCell::new(
+    &F_STATUSES_IGNORE_SENTINEL as *const [MPI_Fint; 5] as *const MPI_Fint,
+));
 #[no_mangle]
 pub static MPI_F08_STATUS_IGNORE: ExportedPtr<MPI_F08_status> =
     ExportedPtr(&F08_STATUS_IGNORE_SENTINEL);

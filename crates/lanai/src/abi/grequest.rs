@@ -17,6 +17,11 @@
 //! safe from any thread at any time (that is what generalized requests are
 //! for): it touches only this module's table, under its own lock, never the
 //! engine, and rings this rank's doorbell so a sleeping waiter wakes at once.
+//!
+//! MPICH's Fortran library marks the requests it starts
+//! (`MPII_Grequest_set_lang_f77`): their callbacks are Fortran subroutines,
+//! which take every argument by reference and return the error in a last
+//! `ierror` argument.
 
 use super::consts as c;
 use super::consts::{
@@ -34,14 +39,27 @@ use std::os::raw::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-struct Greq {
-    /// The engine request and its cookie (index and generation).
-    idx: usize,
-    cookie: u64,
+/// The program's callbacks and their state.
+#[derive(Clone, Copy)]
+struct Callbacks {
     query: Option<MPI_Grequest_query_function>,
     free: Option<MPI_Grequest_free_function>,
     cancel: Option<MPI_Grequest_cancel_function>,
     extra: usize,
+    /// Fortran subroutines (see the module docs).
+    fortran: bool,
+}
+
+/// The Fortran forms of the three callbacks.
+type FortranQuery = unsafe extern "C" fn(*mut c_void, *mut MPI_Status, *mut c_int);
+type FortranFree = unsafe extern "C" fn(*mut c_void, *mut c_int);
+type FortranCancel = unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_int);
+
+struct Greq {
+    /// The engine request and its cookie (index and generation).
+    idx: usize,
+    cookie: u64,
+    cbs: Callbacks,
     /// `MPI_Grequest_complete` was called.
     completed: bool,
     /// `query_fn` ran and the engine request completed with its status.
@@ -82,7 +100,7 @@ pub fn due(hs: &[MPI_Request]) -> bool {
 
 /// Calls `query_fn` on a valid status (the program's own may be
 /// `MPI_STATUS_IGNORE`); the status carries its error code.
-fn run_query(query: Option<MPI_Grequest_query_function>, extra: usize) -> (Status, c_int) {
+fn run_query(cbs: &Callbacks) -> (Status, c_int) {
     let mut cs = MPI_Status {
         count_lo: 0,
         count_hi_and_cancelled: 0,
@@ -90,10 +108,20 @@ fn run_query(query: Option<MPI_Grequest_query_function>, extra: usize) -> (Statu
         MPI_TAG: c::MPI_UNDEFINED,
         MPI_ERROR: c::MPI_SUCCESS,
     };
-    let rc = match query {
+    let extra = cbs.extra as *mut c_void;
+    let rc = match cbs.query {
+        // SAFETY: a Fortran subroutine registered through MPICH's Fortran
+        // library, whose status array has `MPI_Status`'s layout; `cs` and
+        // `ierr` are live locals.
+        Some(f) if cbs.fortran => unsafe {
+            let f: FortranQuery = std::mem::transmute(f);
+            let mut ierr = c::MPI_SUCCESS;
+            f(extra, &mut cs, &mut ierr);
+            ierr
+        },
         // SAFETY: the function and state the program registered with
         // MPI_Grequest_start; no engine borrow or lock is held.
-        Some(f) => unsafe { f(extra as *mut c_void, &mut cs) },
+        Some(f) => unsafe { f(extra, &mut cs) },
         None => c::MPI_SUCCESS,
     };
     let (count, cancelled) = status_count(&cs);
@@ -107,9 +135,20 @@ fn run_query(query: Option<MPI_Grequest_query_function>, extra: usize) -> (Statu
     (st, rc)
 }
 
-fn run_free(free: Option<MPI_Grequest_free_function>, extra: usize) -> MpiResult<()> {
-    // SAFETY: as in `run_query`.
-    let rc = free.map_or(c::MPI_SUCCESS, |f| unsafe { f(extra as *mut c_void) });
+fn run_free(cbs: &Callbacks) -> MpiResult<()> {
+    let extra = cbs.extra as *mut c_void;
+    let rc = match cbs.free {
+        // SAFETY: as in `run_query`.
+        Some(f) if cbs.fortran => unsafe {
+            let f: FortranFree = std::mem::transmute(f);
+            let mut ierr = c::MPI_SUCCESS;
+            f(extra, &mut ierr);
+            ierr
+        },
+        // SAFETY: as in `run_query`.
+        Some(f) => unsafe { f(extra) },
+        None => c::MPI_SUCCESS,
+    };
     if rc == c::MPI_SUCCESS {
         Ok(())
     } else {
@@ -117,6 +156,23 @@ fn run_free(free: Option<MPI_Grequest_free_function>, extra: usize) -> MpiResult
             rc,
             "the generalized request's free_fn failed",
         ))
+    }
+}
+
+fn run_cancel(cbs: &Callbacks, completed: bool) -> c_int {
+    let extra = cbs.extra as *mut c_void;
+    match cbs.cancel {
+        // SAFETY: as in `run_query`.
+        Some(f) if cbs.fortran => unsafe {
+            let f: FortranCancel = std::mem::transmute(f);
+            let mut done = c_int::from(completed);
+            let mut ierr = c::MPI_SUCCESS;
+            f(extra, &mut done, &mut ierr);
+            ierr
+        },
+        // SAFETY: as in `run_query`.
+        Some(f) => unsafe { f(extra, c_int::from(completed)) },
+        None => c::MPI_SUCCESS,
     }
 }
 
@@ -132,11 +188,11 @@ fn query_completed(hs: &[MPI_Request]) -> MpiResult<()> {
         .map(|g| {
             g.queried = true;
             DUE.fetch_sub(1, Ordering::AcqRel);
-            (g.idx, g.cookie, g.query, g.extra)
+            (g.idx, g.cookie, g.cbs)
         })
         .collect();
-    for (idx, cookie, query, extra) in todo {
-        let (st, _) = run_query(query, extra);
+    for (idx, cookie, cbs) in todo {
+        let (st, _) = run_query(&cbs);
         state::with_engine(|e| {
             if e.st.reqs.by_cookie(cookie) == Some(idx) {
                 e.st.reqs.complete(idx, st);
@@ -164,7 +220,7 @@ fn release_finished() -> MpiResult<()> {
                 return false;
             }
             if g.queried && !alive {
-                frees.push((g.free, g.extra));
+                frees.push(g.cbs);
                 return false;
             }
             true
@@ -174,8 +230,8 @@ fn release_finished() -> MpiResult<()> {
     })?;
     // Every free_fn runs, even after one fails.
     let mut first = Ok(());
-    for (f, extra) in frees {
-        let r = run_free(f, extra);
+    for cbs in frees {
+        let r = run_free(&cbs);
         if first.is_ok() {
             first = r;
         }
@@ -246,7 +302,7 @@ pub fn request_free(request: *mut MPI_Request) -> Option<c_int> {
         }
         Ok(())
     });
-    Some(match dropped.and(run_free(g.free, g.extra)) {
+    Some(match dropped.and(run_free(&g.cbs)) {
         Ok(()) => c::MPI_SUCCESS,
         Err(err) => errors::raise("MPI_Request_free", None, err),
     })
@@ -258,16 +314,13 @@ pub fn cancel(request: *mut MPI_Request) -> Option<c_int> {
     if LIVE.load(Ordering::Acquire) == 0 || request.is_null() {
         return None;
     }
-    let (f, extra, completed) = {
+    let (cbs, completed) = {
         let t = table();
         // SAFETY: checked non-null; the caller's handle.
         let g = &t[by_handle(&t, unsafe { *request })?];
-        (g.cancel, g.extra, g.completed)
+        (g.cbs, g.completed)
     };
-    // SAFETY: as in `run_query`.
-    let rc = f.map_or(c::MPI_SUCCESS, |f| unsafe {
-        f(extra as *mut c_void, c_int::from(completed))
-    });
+    let rc = run_cancel(&cbs, completed);
     Some(if rc == c::MPI_SUCCESS {
         rc
     } else {
@@ -289,10 +342,10 @@ pub fn get_status(
     if LIVE.load(Ordering::Acquire) == 0 || flag.is_null() {
         return None;
     }
-    let (query, extra, completed) = {
+    let (cbs, completed) = {
         let t = table();
         let g = &t[by_handle(&t, request)?];
-        (g.query, g.extra, g.completed)
+        (g.cbs, g.completed)
     };
     if !completed {
         // SAFETY: checked non-null.
@@ -301,7 +354,7 @@ pub fn get_status(
             e.progress(false).map(|_| ())
         }));
     }
-    let (st, rc) = run_query(query, extra);
+    let (st, rc) = run_query(&cbs);
     // SAFETY: checked non-null; `status` is the caller's (or IGNORE).
     unsafe {
         *flag = 1;
@@ -346,10 +399,13 @@ mpi_fn! { MPI_Grequest_start / PMPI_Grequest_start (query_fn: Option<MPI_Greques
         t.push(Greq {
             idx,
             cookie: e.st.reqs.cookie(idx),
-            query: query_fn,
-            free: free_fn,
-            cancel: cancel_fn,
-            extra: extra_state as usize,
+            cbs: Callbacks {
+                query: query_fn,
+                free: free_fn,
+                cancel: cancel_fn,
+                extra: extra_state as usize,
+                fortran: false,
+            },
             completed: false,
             queried: false,
             user_freed: false,
@@ -390,7 +446,7 @@ mpi_fn! { MPI_Grequest_complete / PMPI_Grequest_complete (request: MPI_Request) 
         }
         g.completed = true;
         if g.user_freed {
-            Some((g.free, g.extra))
+            Some(g.cbs)
         } else {
             DUE.fetch_add(1, Ordering::AcqRel);
             None
@@ -398,7 +454,7 @@ mpi_fn! { MPI_Grequest_complete / PMPI_Grequest_complete (request: MPI_Request) 
     };
     match freed {
         // Freed first: this is the last of the two, so free_fn runs here.
-        Some((f, extra)) => match run_free(f, extra) {
+        Some(cbs) => match run_free(&cbs) {
             Ok(()) => c::MPI_SUCCESS,
             Err(err) => fail(err),
         },
@@ -408,3 +464,19 @@ mpi_fn! { MPI_Grequest_complete / PMPI_Grequest_complete (request: MPI_Request) 
         }
     }
 }}
+
+/// Marks a generalized request started by MPICH's Fortran library: its
+/// callbacks are Fortran subroutines. An unknown handle is ignored, as in
+/// MPICH (the library calls this only after a successful start).
+///
+/// # Safety
+/// Any handle value is accepted.
+#[no_mangle]
+pub unsafe extern "C" fn MPII_Grequest_set_lang_f77(request: MPI_Request) {
+    super::guard("MPII_Grequest_set_lang_f77", || {
+        let mut t = table();
+        if let Some(i) = by_handle(&t, request) {
+            t[i].cbs.fortran = true;
+        }
+    })
+}

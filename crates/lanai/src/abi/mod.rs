@@ -32,6 +32,7 @@ mod intercomm;
 mod ints;
 mod long_double;
 mod mem;
+mod mpix;
 mod p2p;
 mod pair_types;
 mod parent;

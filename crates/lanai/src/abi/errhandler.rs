@@ -40,8 +40,15 @@ impl ErrhKind {
     }
 }
 
+/// MPICH's C++ layer calls a C++ handler through this: (object kind: 0
+/// communicator, 2 window; the handle, the code, the handler).
+pub type CxxErrCall =
+    unsafe extern "C" fn(c_int, *mut c_int, *mut c_int, MPI_Comm_errhandler_function);
+
 struct Handler {
     func: MPI_Comm_errhandler_function,
+    /// Set for a handler made by MPICH's C++ classes.
+    cxx: Option<CxxErrCall>,
     kind: ErrhKind,
     /// Handles the program holds (create and get add one, free drops one).
     /// The entry itself stays: communicators may still use the handler.
@@ -83,21 +90,64 @@ fn user_index(h: MPI_Errhandler) -> Option<usize> {
     (h & !INDEX_MASK == USER_ERRH_BASE).then_some((h & INDEX_MASK) as usize)
 }
 
-/// The function behind a user handler handle, if `h` is one.
-pub fn user_function(h: MPI_Errhandler) -> Option<MPI_Comm_errhandler_function> {
+/// A user handler, as [`invoke`] calls it.
+#[derive(Clone, Copy)]
+pub struct UserHandler {
+    func: MPI_Comm_errhandler_function,
+    cxx: Option<CxxErrCall>,
+    kind: ErrhKind,
+}
+
+/// The user handler behind handle `h`, if `h` is one.
+pub fn user_function(h: MPI_Errhandler) -> Option<UserHandler> {
     let i = user_index(h)?;
-    table().handlers.get(i).map(|x| x.func)
+    table().handlers.get(i).map(|x| UserHandler {
+        func: x.func,
+        cxx: x.cxx,
+        kind: x.kind,
+    })
 }
 
 /// Calls a user handler the way the standard specifies: with pointers to
-/// the communicator handle and to the error code. Returns the code.
-pub fn invoke(f: MPI_Comm_errhandler_function, comm: MPI_Comm, code: c_int) -> c_int {
-    let (mut comm, mut code_arg) = (comm, code);
-    // SAFETY: `f` is the function the program registered with
-    // MPI_Comm_create_errhandler; both pointers are to live locals. No
-    // engine borrow or table lock is held, so it may call MPI itself.
-    unsafe { f(&mut comm, &mut code_arg) };
-    code
+/// the object's handle and to the error code. Returns what the failed call
+/// returns: the code, or success after a C++ handler, since MPICH's C++
+/// layer would call the handler again on an error return.
+pub fn invoke(u: UserHandler, obj: c_int, code: c_int) -> c_int {
+    let (mut obj, mut code_arg) = (obj, code);
+    match u.cxx {
+        // SAFETY: MPICH's C++ call-through function with the handler it
+        // registered; both pointers are to live locals.
+        Some(call) => unsafe {
+            let kind = match u.kind {
+                ErrhKind::Comm => 0,
+                ErrhKind::Win => 2,
+            };
+            call(kind, &mut obj, &mut code_arg, u.func);
+            c::MPI_SUCCESS
+        },
+        // SAFETY: `func` is the function the program registered with
+        // MPI_*_create_errhandler; both pointers are to live locals. No
+        // engine borrow or table lock is held, so it may call MPI itself.
+        None => unsafe {
+            (u.func)(&mut obj, &mut code_arg);
+            code
+        },
+    }
+}
+
+/// Marks a handler made by MPICH's C++ classes: it is called through
+/// `call`. An unknown handle is ignored, as in MPICH.
+///
+/// # Safety
+/// `call` is null or a function of [`CxxErrCall`]'s signature.
+#[no_mangle]
+pub unsafe extern "C" fn MPII_Errhandler_set_cxx(h: MPI_Errhandler, call: Option<CxxErrCall>) {
+    super::guard("MPII_Errhandler_set_cxx", || {
+        let Some(i) = user_index(h) else { return };
+        if let Some(x) = table().handlers.get_mut(i) {
+            x.cxx = call;
+        }
+    })
 }
 
 /// Checks a handle a program passes to set an error handler on an object
@@ -160,6 +210,7 @@ pub(super) fn create(
     }
     t.handlers.push(Handler {
         func,
+        cxx: None,
         kind,
         user_refs: 1,
     });

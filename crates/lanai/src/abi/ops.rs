@@ -20,19 +20,26 @@ use std::sync::{Mutex, MutexGuard};
 const USER_OP_BASE: MPI_Op = 0x9800_0000_u32 as MPI_Op;
 const INDEX_MASK: MPI_Op = 0x03ff_ffff;
 
+/// MPICH's C++ layer (`libmpichcxx.so.12`) calls a C++ user function
+/// through this: (invec, inoutvec, count, datatype, user function).
+pub type CxxOpCall =
+    unsafe extern "C" fn(*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_User_function);
+
 /// A user function: `MPI_Op_create`'s takes an `int` count,
-/// `MPI_Op_create_c`'s an `MPI_Count`.
+/// `MPI_Op_create_c`'s an `MPI_Count`; one made by the C++ classes is
+/// called through their call-through function.
 #[derive(Clone, Copy)]
 enum UserFn {
     Int(MPI_User_function),
     Count(MPI_User_function_c),
+    Cxx(MPI_User_function, CxxOpCall),
 }
 
 impl UserFn {
     /// The most elements one call may be given.
     fn max_len(self) -> usize {
         match self {
-            UserFn::Int(_) => c_int::MAX as usize,
+            UserFn::Int(_) | UserFn::Cxx(..) => c_int::MAX as usize,
             UserFn::Count(_) => MPI_Count::MAX as usize,
         }
     }
@@ -49,6 +56,7 @@ impl UserFn {
             match self {
                 UserFn::Int(f) => f(invec, inout, &mut (len as c_int), &mut dt),
                 UserFn::Count(f) => f(invec, inout, &mut (len as MPI_Count), &mut dt),
+                UserFn::Cxx(f, call) => call(invec, inout, len as c_int, dt, f),
             }
         }
     }
@@ -522,6 +530,26 @@ macro_rules! reduce_local_entry {
 
 reduce_local_entry!(MPI_Reduce_local, PMPI_Reduce_local, c_int);
 reduce_local_entry!(MPI_Reduce_local_c, PMPI_Reduce_local_c, MPI_Count);
+
+/// Marks a user op created by MPICH's C++ classes: its function is called
+/// through `call`. An unknown op is ignored, as in MPICH (the layer calls
+/// this only after a successful create).
+///
+/// # Safety
+/// `call` is null or a function of [`CxxOpCall`]'s signature.
+#[no_mangle]
+pub unsafe extern "C" fn MPII_Op_set_cxx(op: MPI_Op, call: Option<CxxOpCall>) {
+    super::guard("MPII_Op_set_cxx", || {
+        let (Some(call), true) = (call, op & !INDEX_MASK == USER_OP_BASE) else {
+            return;
+        };
+        if let Some(Some(u)) = user_ops().get_mut((op & INDEX_MASK) as usize) {
+            if let UserFn::Int(f) = u.f {
+                u.f = UserFn::Cxx(f, call);
+            }
+        }
+    })
+}
 
 #[cfg(test)]
 mod tests {

@@ -44,4 +44,4 @@ test: build lint test-rust test-c
 
 clean:
 	$(CARGO) clean
-	rm -rf build tests/c/out eval/build
+	rm -rf build tests/c/out tests/f/out eval/build

@@ -1,0 +1,152 @@
+"""Fortran and C++ programs built with Debian's mpif90.mpich and
+mpicxx.mpich run on Lanai.
+
+Such a binary links MPICH's own libmpichfort.so.12 (or libmpichcxx.so.12)
+on top of libmpich.so.12; with LD_LIBRARY_PATH=build/lib only the latter
+becomes Lanai, so MPICH's language layer must work unchanged over Lanai's C
+library (the common blocks the Fortran layer fills in at init, the MPII_*
+helpers both call for attributes, generalized requests, user operations and
+error handlers). Each program in f/ and cxx/ ends with `PASS <name>` from
+rank 0 or prints `FAIL <name>: ...` and aborts.
+
+Without the compilers (Debian: gfortran, g++, libmpich-dev) the tests skip,
+except under CI=true where that is a broken setup and they fail.
+"""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import harness
+from harness import JOB_TIMEOUT_S, assert_clean, assert_passed, lanairun_argv, lib_env, run_job
+
+FC = "mpif90.mpich"
+CXX = "mpicxx.mpich"
+F_DIR = os.path.join(harness.TESTS_DIR, "f")
+CXX_DIR = os.path.join(harness.TESTS_DIR, "cxx")
+F_OUT = os.path.join(F_DIR, "out")
+
+# name: (compiler, source)
+PROGRAMS = {
+    "f_basic": (FC, os.path.join(F_DIR, "f_basic.f90")),
+    "f_attr": (FC, os.path.join(F_DIR, "f_attr.f90")),
+    "f_op_greq": (FC, os.path.join(F_DIR, "f_op_greq.f90")),
+    "f_errh": (FC, os.path.join(F_DIR, "f_errh.f90")),
+    "f77_basic": (FC, os.path.join(F_DIR, "f77_basic.f")),
+    "f08_basic": (FC, os.path.join(F_DIR, "f08_basic.f90")),
+    "cxx_classes": (CXX, os.path.join(CXX_DIR, "cxx_classes.cxx")),
+}
+
+# 8 ranks on one node is marked slow by shape_params, as elsewhere.
+SHAPES = [(1, 1), (2, 1), (4, 2), (5, 3), (8, 1)]
+HYDRA_RANKS = 3
+
+pytestmark = pytest.mark.mpich
+
+
+def _in_ci():
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def _require(tool, package):
+    """Skip when a tool is missing, except in CI where it must be there."""
+    if harness.have(tool):
+        return
+    reason = f"{tool} not installed (Debian: apt install {package})"
+    if _in_ci():
+        pytest.fail(f"{reason}; CI=true, so this is an error, not a skip", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def binding_builds():
+    """{name: exe} for every program that compiled, {name: output} for the
+    rest, so one bad program fails only its own tests."""
+    _require(FC, "gfortran libmpich-dev")
+    _require(CXX, "g++ libmpich-dev")
+    os.makedirs(F_OUT, exist_ok=True)
+    built, errors = {}, {}
+    for name, (compiler, src) in PROGRAMS.items():
+        exe = os.path.join(F_OUT, name)
+        # -J keeps the Fortran programs' .mod files out of the working directory.
+        flags = ["-J", F_OUT] if compiler == FC else []
+        argv = [compiler, "-O2", "-g", *flags, "-o", exe, src]
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=120)
+        if proc.returncode == 0:
+            built[name] = exe
+        else:
+            errors[name] = f"$ {' '.join(argv)}\n{proc.stdout}"
+    return built, errors
+
+
+def _exe(binding_builds, name):
+    built, errors = binding_builds
+    if name in errors:
+        pytest.fail(f"{PROGRAMS[name][0]} failed to build {name}:\n{errors[name]}", pytrace=False)
+    return built[name]
+
+
+def _mpich_env():
+    """The caller's environment minus any path into Lanai's build, so the
+    binary loads MPICH's own libmpich.so.12."""
+    lanai = os.path.realpath(harness.LANAI_LIB)
+    keep = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":")
+            if p and os.path.realpath(p) != lanai]
+    return {"LD_LIBRARY_PATH": ":".join(keep)}
+
+
+def _resolved(exe, env_extra, soname):
+    env = dict(os.environ)
+    env.update(env_extra)
+    out = subprocess.run(["ldd", exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, env=env, timeout=30).stdout
+    m = re.search(rf"^\s*{re.escape(soname)} => (\S+)", out, re.M)
+    assert m, f"ldd does not list {soname} for {exe}:\n{out}"
+    return os.path.realpath(m.group(1)), out
+
+
+def test_binary_loads_lanai_through_ld_library_path(binding_builds):
+    _require("ldd", "libc-bin")
+    exe = _exe(binding_builds, "f_basic")
+    lanai = os.path.realpath(os.path.join(harness.LANAI_LIB, "libmpich.so.12"))
+    path, out = _resolved(exe, lib_env(), "libmpich.so.12")
+    assert path == lanai, f"libmpich.so.12 is not Lanai's under LD_LIBRARY_PATH:\n{out}"
+    # The Fortran layer stays MPICH's: that is the combination under test.
+    fort, out = _resolved(exe, lib_env(), "libmpichfort.so.12")
+    assert os.path.dirname(fort) != os.path.dirname(lanai), out
+    # And without it the binary is a plain MPICH one (no rpath into build/).
+    path, out = _resolved(exe, _mpich_env(), "libmpich.so.12")
+    assert path != lanai, f"libmpich.so.12 resolves to Lanai without LD_LIBRARY_PATH:\n{out}"
+
+
+@pytest.mark.parametrize("prog,nranks,nodes", harness.shape_params(list(PROGRAMS), SHAPES))
+def test_on_lanai(binding_builds, prog, nranks, nodes):
+    exe = _exe(binding_builds, prog)
+    result = run_job(lanairun_argv(exe, nranks, nodes), exe, env_extra=lib_env())
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.parametrize("prog", list(PROGRAMS))
+def test_on_lanai_under_hydra(binding_builds, prog):
+    _require(harness.HYDRA, "mpich")
+    exe = _exe(binding_builds, prog)
+    # No lanairun --timeout here, so the backstop is the only limit.
+    result = run_job([harness.HYDRA, "-n", str(HYDRA_RANKS), exe], exe, env_extra=lib_env(),
+                     timeout_s=JOB_TIMEOUT_S)
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.parametrize("prog", list(PROGRAMS))
+def test_program_passes_on_mpich(binding_builds, prog):
+    """The programs themselves are right: they pass on MPICH proper, so a
+    failure on Lanai is Lanai's."""
+    _require(harness.HYDRA, "mpich")
+    exe = _exe(binding_builds, prog)
+    result = run_job([harness.HYDRA, "-n", "4", exe], exe, env_extra=_mpich_env(),
+                     timeout_s=JOB_TIMEOUT_S)
+    assert_passed(result, prog)

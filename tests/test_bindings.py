@@ -34,6 +34,7 @@ PROGRAMS = {
     "f_attr": (FC, os.path.join(F_DIR, "f_attr.f90")),
     "f_op_greq": (FC, os.path.join(F_DIR, "f_op_greq.f90")),
     "f_errh": (FC, os.path.join(F_DIR, "f_errh.f90")),
+    "f_types": (FC, os.path.join(F_DIR, "f_types.f90")),
     "f77_basic": (FC, os.path.join(F_DIR, "f77_basic.f")),
     "f08_basic": (FC, os.path.join(F_DIR, "f08_basic.f90")),
     "cxx_classes": (CXX, os.path.join(CXX_DIR, "cxx_classes.cxx")),
@@ -150,3 +151,28 @@ def test_program_passes_on_mpich(binding_builds, prog):
     result = run_job([harness.HYDRA, "-n", "4", exe], exe, env_extra=_mpich_env(),
                      timeout_s=JOB_TIMEOUT_S)
     assert_passed(result, prog)
+
+
+# Weak hooks of the toolchain that no MPI library defines.
+TOOLCHAIN_WEAK = {"_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__"}
+
+
+@pytest.mark.parametrize("soname", ["libmpichfort.so.12", "libmpichcxx.so.12"])
+def test_language_layer_finds_every_symbol(binding_builds, soname):
+    """Everything MPICH's language library imports without a version
+    (that is, from libmpich) is defined by Lanai, so a binary linked with
+    -z now, or LD_BIND_NOW=1, loads too."""
+    _require("nm", "binutils")
+    prog = "f_basic" if "fort" in soname else "cxx_classes"
+    layer, out = _resolved(_exe(binding_builds, prog), lib_env(), soname)
+
+    def symbols(path, *flags):
+        text = subprocess.run(["nm", "-D", *flags, path], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=60).stdout
+        return {line.split()[-1] for line in text.splitlines() if line.split()}
+
+    wanted = {s for s in symbols(layer, "--undefined-only") if "@" not in s} - TOOLCHAIN_WEAK
+    lanai = symbols(os.path.join(harness.LANAI_LIB, "libmpi.so.12"), "--defined-only")
+    missing = sorted(wanted - lanai)
+    assert len(wanted) > 100, f"nm found too few imports in {layer}:\n{out}"
+    assert not missing, f"{soname} imports symbols Lanai does not define: {missing}"

@@ -14,6 +14,12 @@ program f_types
   double precision :: dpin(2), dpout(2)
   character(len=12) :: word
   integer :: status(MPI_STATUS_SIZE), n
+  integer, parameter :: rk = selected_real_kind(12, 100), ik = selected_int_kind(9)
+  real(kind=rk) :: xr, yr
+  integer(kind=ik) :: xi, yi
+  integer :: tr, tr2, ti, ni, na, nd, comb, tsize, ints(2)
+  integer(kind=MPI_ADDRESS_KIND) :: addrs(1)
+  integer :: dts(1)
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -63,6 +69,28 @@ program f_types
     call MPI_Get_count(status, MPI_CHARACTER, n, ierr)
     call check(n == 12 .and. word == 'lanai-hello!', 'CHARACTER message')
   end if
+
+  ! Types for SELECTED_REAL_KIND / SELECTED_INT_KIND values.
+  call MPI_Type_create_f90_real(12, 100, tr, ierr)
+  call check(ierr == MPI_SUCCESS, 'Type_create_f90_real')
+  call MPI_Type_create_f90_real(12, 100, tr2, ierr)
+  call check(tr2 == tr, 'Type_create_f90_real gives one handle per (p, r)')
+  call MPI_Type_size(tr, tsize, ierr)
+  call check(tsize == storage_size(xr) / 8, 'F90 real size')
+  call MPI_Type_get_envelope(tr, ni, na, nd, comb, ierr)
+  call check(comb == MPI_COMBINER_F90_REAL .and. ni == 2 .and. na == 0 .and. nd == 0, &
+       'F90 real envelope')
+  call MPI_Type_get_contents(tr, 2, 0, 0, ints, addrs, dts, ierr)
+  call check(ints(1) == 12 .and. ints(2) == 100, 'F90 real contents')
+  xr = 0.25_rk * rank
+  call MPI_Allreduce(xr, yr, 1, tr, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(yr == 0.125_rk * nprocs * (nprocs - 1), 'F90 real sum')
+  call MPI_Type_create_f90_integer(9, ti, ierr)
+  call MPI_Type_size(ti, tsize, ierr)
+  call check(tsize == storage_size(xi) / 8, 'F90 integer size')
+  xi = 100000 + rank
+  call MPI_Allreduce(xi, yi, 1, ti, MPI_MAX, MPI_COMM_WORLD, ierr)
+  call check(yi == 100000 + nprocs - 1, 'F90 integer max')
 
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a)', 'PASS f_types'

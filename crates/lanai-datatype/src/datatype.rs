@@ -42,6 +42,17 @@ pub enum Combiner {
     Subarray,
     Darray,
     Resized,
+    F90Real,
+    F90Complex,
+    F90Integer,
+}
+
+/// Which `MPI_Type_create_f90_*` made a datatype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum F90Kind {
+    Real,
+    Complex,
+    Integer,
 }
 
 /// `MPI_Type_get_envelope`'s answer.
@@ -123,6 +134,13 @@ pub enum Contents {
         lb: i64,
         extent: i64,
         oldtype: Datatype,
+    },
+    /// `MPI_Type_create_f90_*`: a named type chosen by precision and
+    /// range, which are all its contents (`p, r`, or `r` for integers).
+    F90 {
+        kind: F90Kind,
+        integers: Vec<i64>,
+        named: Datatype,
     },
 }
 
@@ -626,6 +644,16 @@ impl Datatype {
         })
     }
 
+    /// `MPI_Type_create_f90_*`: the layout of `named`, recorded as made
+    /// from `integers` (precision and range, or range alone).
+    pub fn f90(kind: F90Kind, integers: Vec<i64>, named: &Datatype) -> Datatype {
+        named.relabel(Contents::F90 {
+            kind,
+            integers,
+            named: named.clone(),
+        })
+    }
+
     /// Same layout, different constructor record.
     fn relabel(&self, contents: Contents) -> Datatype {
         Datatype(Arc::new(Node {
@@ -834,6 +862,14 @@ impl Datatype {
             C::Subarray { sizes, .. } => (Combiner::Subarray, 3 * sizes.len() + 2, 0, 1),
             C::Darray { gsizes, .. } => (Combiner::Darray, 4 * gsizes.len() + 4, 0, 1),
             C::Resized { .. } => (Combiner::Resized, 0, 2, 1),
+            C::F90 { kind, integers, .. } => {
+                let combiner = match kind {
+                    F90Kind::Real => Combiner::F90Real,
+                    F90Kind::Complex => Combiner::F90Complex,
+                    F90Kind::Integer => Combiner::F90Integer,
+                };
+                (combiner, integers.len(), 0, 0)
+            }
         };
         Envelope {
             combiner,
@@ -875,6 +911,7 @@ impl Contents {
         let darg = |d: &Option<usize>| d.map_or(codes.distribute_dflt_darg, |v| v as i64);
         match self {
             Contents::Named(_) | Contents::Dup { .. } | Contents::Resized { .. } => vec![],
+            Contents::F90 { integers, .. } => integers.clone(),
             Contents::Contiguous { count, .. } => vec![*count as i64],
             Contents::Vector {
                 count,
@@ -968,7 +1005,7 @@ impl Contents {
     /// The datatype arguments in `MPI_Type_get_contents` order.
     pub fn datatypes(&self) -> Vec<Datatype> {
         match self {
-            Contents::Named(_) => vec![],
+            Contents::Named(_) | Contents::F90 { .. } => vec![],
             Contents::Struct { types, .. } => types.clone(),
             Contents::Dup { oldtype }
             | Contents::Contiguous { oldtype, .. }

@@ -27,7 +27,9 @@ pub mod primitive;
 pub mod segments;
 mod subarray;
 
-pub use datatype::{AbiCodes, Combiner, Contents, Datatype, Distribution, Envelope, Order};
+pub use datatype::{
+    AbiCodes, Combiner, Contents, Datatype, Distribution, Envelope, F90Kind, Order,
+};
 pub use error::DatatypeError;
 pub use external32::{pack_external, pack_external_size, unpack_external};
 pub use flat::{Flat, Run};

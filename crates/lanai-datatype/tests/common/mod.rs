@@ -24,9 +24,9 @@ pub fn typemap(dt: &Datatype) -> TypeMap {
                 out.push((off as i64, p));
             }
         }
-        Contents::Dup { oldtype } | Contents::Resized { oldtype, .. } => {
-            child(oldtype, 0, 1, &mut out)
-        }
+        Contents::Dup { oldtype }
+        | Contents::Resized { oldtype, .. }
+        | Contents::F90 { named: oldtype, .. } => child(oldtype, 0, 1, &mut out),
         Contents::Contiguous { count, oldtype } => child(oldtype, 0, *count, &mut out),
         Contents::Vector {
             count,

@@ -10,6 +10,7 @@
 //! constructors and queries work without touching communication state.
 
 mod ctor;
+mod f90;
 mod packing;
 pub mod predef;
 mod query;
@@ -34,6 +35,9 @@ struct Entry {
     dt: Datatype,
     name: String,
     committed: bool,
+    /// A predefined type made on demand (`MPI_Type_create_f90_*`): it
+    /// cannot be freed.
+    permanent: bool,
     meta: Arc<Meta>,
 }
 
@@ -172,6 +176,8 @@ fn meta_of(inputs: &[MPI_Datatype]) -> MpiResult<Arc<Meta>> {
                 return Ok(Input::Predefined(h));
             }
             match slot_of(h).and_then(|i| t.slots.get(i)) {
+                // Never freed, so get_contents can name the handle itself.
+                Some(Some(e)) if e.permanent => Ok(Input::Predefined(h)),
                 Some(Some(e)) => Ok(Input::Derived(Arc::clone(&e.meta))),
                 _ => Err(bad_handle(h)),
             }
@@ -182,13 +188,28 @@ fn meta_of(inputs: &[MPI_Datatype]) -> MpiResult<Arc<Meta>> {
 
 /// Registers a new derived type; returns its handle.
 fn insert(dt: Datatype, meta: Arc<Meta>, committed: bool) -> MpiResult<MPI_Datatype> {
-    let mut t = table();
-    let entry = Entry {
+    add(Entry {
         dt,
         name: String::new(),
         committed,
+        permanent: false,
         meta,
-    };
+    })
+}
+
+/// Registers a predefined type made on demand: committed, never freed.
+fn insert_predefined(dt: Datatype, meta: Arc<Meta>) -> MpiResult<MPI_Datatype> {
+    add(Entry {
+        dt,
+        name: String::new(),
+        committed: true,
+        permanent: true,
+        meta,
+    })
+}
+
+fn add(entry: Entry) -> MpiResult<MPI_Datatype> {
+    let mut t = table();
     let i = match t.free.pop() {
         Some(i) => {
             t.slots[i] = Some(entry);
@@ -225,6 +246,10 @@ fn remove(h: MPI_Datatype) -> MpiResult<()> {
     let i = slot_of(h).ok_or_else(|| bad_handle(h))?;
     let mut t = table();
     match t.slots.get_mut(i) {
+        Some(Some(e)) if e.permanent => Err(MpiError::new(
+            c::MPI_ERR_TYPE,
+            "a predefined datatype cannot be freed",
+        )),
         Some(s @ Some(_)) => {
             // Types built from this one keep their own reference to its
             // layout, so dropping the entry is safe for them.

@@ -134,6 +134,9 @@ fn combiner_code(k: Combiner) -> c_int {
         Combiner::Subarray => c::MPI_COMBINER_SUBARRAY,
         Combiner::Darray => c::MPI_COMBINER_DARRAY,
         Combiner::Resized => c::MPI_COMBINER_RESIZED,
+        Combiner::F90Real => c::MPI_COMBINER_F90_REAL,
+        Combiner::F90Complex => c::MPI_COMBINER_F90_COMPLEX,
+        Combiner::F90Integer => c::MPI_COMBINER_F90_INTEGER,
     }
 }
 

@@ -23,6 +23,7 @@ build:
 	ln -sf lanairun build/bin/mpiexec
 	ln -sf lanairun build/bin/mpirun
 	ln -sf lanaicc build/bin/mpicc
+	for w in lanaicxx mpicxx mpic++ lanaifort mpifort mpif90 mpif77; do ln -sf lanaicc build/bin/$$w; done
 
 run: build
 	build/bin/lanaicc -O2 -o build/examples/ring examples/ring.c

@@ -176,3 +176,73 @@ def test_language_layer_finds_every_symbol(binding_builds, soname):
     missing = sorted(wanted - lanai)
     assert len(wanted) > 100, f"nm found too few imports in {layer}:\n{out}"
     assert not missing, f"{soname} imports symbols Lanai does not define: {missing}"
+
+
+# Lanai's own wrappers: mpifort builds against MPICH's Fortran layer and
+# Lanai (no LD_LIBRARY_PATH needed), mpicxx builds C++ on the C API.
+WRAPPED = {
+    "f_basic": "mpifort",
+    "f77_basic": "mpif77",
+}
+
+
+def _without_lanai_path():
+    env = _mpich_env()
+    env["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"] or "/nonexistent"
+    return env
+
+
+@pytest.mark.parametrize("prog,wrapper", sorted(WRAPPED.items()))
+def test_lanai_fortran_wrapper_builds_programs_that_load_lanai(binding_builds, prog, wrapper):
+    _require(FC, "gfortran libmpich-dev")
+    exe = os.path.join(F_OUT, f"{prog}-{wrapper}")
+    src = PROGRAMS[prog][1]
+    argv = [os.path.join(harness.BUILD_DIR, "bin", wrapper), "-O2", "-J", F_OUT, "-o", exe, src]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, f"$ {' '.join(argv)}\n{proc.stdout}"
+    # The rpath reaches MPICH's Fortran layer's own libmpich.so.12 too.
+    lanai = os.path.realpath(os.path.join(harness.LANAI_LIB, "libmpi.so.12"))
+    path, out = _resolved(exe, _without_lanai_path(), "libmpi.so.12")
+    assert path == lanai, out
+    for m in re.finditer(r"^\s*(libmpich\.so\.12|libmpi\.so\.12) => (\S+)", out, re.M):
+        assert os.path.realpath(m.group(2)) == lanai, f"{m.group(1)} is not Lanai's:\n{out}"
+    result = run_job(lanairun_argv(exe, 3, 2), exe, env_extra=_without_lanai_path())
+    assert_passed(result, prog)
+    assert_clean(result)
+
+
+def test_lanai_cxx_wrapper():
+    _require("c++", "g++")
+    src = os.path.join(F_OUT, "c_api.cxx")
+    exe = os.path.join(F_OUT, "c_api_cxx")
+    os.makedirs(F_OUT, exist_ok=True)
+    with open(src, "w") as f:
+        f.write(
+            "#include <mpi.h>\n#include <cstdio>\n#include <vector>\n"
+            "int main(int argc, char **argv) {\n"
+            "  MPI_Init(&argc, &argv);\n"
+            "  int r, n; MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n);\n"
+            "  std::vector<long> v(3, r + 1), s(3);\n"
+            "  MPI_Allreduce(v.data(), s.data(), 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n"
+            "  if (r == 0 && s[2] == (long)n * (n + 1) / 2) std::printf(\"PASS c_api_cxx\\n\");\n"
+            "  MPI_Finalize();\n}\n")
+    for wrapper in ("mpicxx", "mpic++", "lanaicxx"):
+        show = subprocess.run([os.path.join(harness.BUILD_DIR, "bin", wrapper), "-show", "x.cc"],
+                              stdout=subprocess.PIPE, text=True, timeout=30).stdout.split()
+        assert show[0] == os.environ.get("LANAI_CXX", "c++") and show[-1] == "-lmpi", show
+    argv = [os.path.join(harness.BUILD_DIR, "bin", "mpicxx"), "-O2", "-o", exe, src]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    result = run_job(lanairun_argv(exe, 4, 2), exe, env_extra=_without_lanai_path())
+    assert_passed(result, "c_api_cxx")
+    assert_clean(result)
+
+
+def test_lanai_fortran_wrapper_says_where_the_layer_is_missing(tmp_path):
+    env = dict(os.environ, LANAI_FORTRAN_LAYER="nonsense")
+    proc = subprocess.run([os.path.join(harness.BUILD_DIR, "bin", "mpifort"), "-show"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          timeout=30)
+    assert proc.returncode == 1 and "LANAI_FORTRAN_LAYER" in proc.stderr, proc.stderr

@@ -51,6 +51,9 @@ knobs! {
     ENGINE_PATH = ("LANAI_ENGINE_PATH", "auto", "The lanai-engine program: 'auto' (bin/lanai-engine beside the library's lib/ directory, else on PATH) or a path");
     BIND = ("LANAI_BIND", "auto", "lanairun: 'auto' pins ranks round-robin to the available cores when they outnumber the cores, and leaves them to the kernel otherwise; 'core' always pins rank i to the i-th core mod cores, one thread of every physical core before a second; 'none' leaves placement to the kernel");
     CC = ("LANAI_CC", "cc", "C compiler that lanaicc (mpicc) runs");
+    CXX = ("LANAI_CXX", "c++", "C++ compiler that lanaicxx (mpicxx, mpic++) runs");
+    FC = ("LANAI_FC", "gfortran", "Fortran compiler that lanaifort (mpifort, mpif90, mpif77) runs");
+    FORTRAN_LAYER = ("LANAI_FORTRAN_LAYER", "auto", "Where lanaifort finds MPICH's Fortran layer, which Lanai's ABI lets it use: 'auto' (the directories holding MPICH's mpi.mod and libmpichfort.so, as Debian's libmpich-dev installs them) or INCDIR:LIBDIR");
 }
 
 /// The knob's current value: the environment's, or its default.

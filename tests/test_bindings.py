@@ -61,6 +61,18 @@ def _require(tool, package):
     pytest.skip(reason)
 
 
+# The FAIL-line helper every free-form Fortran program uses.
+FTEST = os.path.join(F_DIR, "ftest.f90")
+
+
+def _fortran_flags(compiler, src):
+    """-J keeps .mod files out of the working directory; the helper module
+    is compiled ahead of each free-form program."""
+    if compiler == CXX:
+        return []
+    return ["-J", F_OUT] + ([FTEST] if src.endswith(".f90") else [])
+
+
 @pytest.fixture(scope="module")
 def binding_builds():
     """{name: exe} for every program that compiled, {name: output} for the
@@ -71,9 +83,7 @@ def binding_builds():
     built, errors = {}, {}
     for name, (compiler, src) in PROGRAMS.items():
         exe = os.path.join(F_OUT, name)
-        # -J keeps the Fortran programs' .mod files out of the working directory.
-        flags = ["-J", F_OUT] if compiler == FC else []
-        argv = [compiler, "-O2", "-g", *flags, "-o", exe, src]
+        argv = [compiler, "-O2", "-g", *_fortran_flags(compiler, src), "-o", exe, src]
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=120)
         if proc.returncode == 0:
@@ -197,7 +207,8 @@ def test_lanai_fortran_wrapper_builds_programs_that_load_lanai(binding_builds, p
     _require(FC, "gfortran libmpich-dev")
     exe = os.path.join(F_OUT, f"{prog}-{wrapper}")
     src = PROGRAMS[prog][1]
-    argv = [os.path.join(harness.BUILD_DIR, "bin", wrapper), "-O2", "-J", F_OUT, "-o", exe, src]
+    argv = [os.path.join(harness.BUILD_DIR, "bin", wrapper), "-O2",
+            *_fortran_flags(FC, src), "-o", exe, src]
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=120)
     assert proc.returncode == 0, f"$ {' '.join(argv)}\n{proc.stdout}"

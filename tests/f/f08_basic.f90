@@ -1,5 +1,6 @@
 ! The mpi_f08 module: derived-type handles and type(MPI_Status).
 program f08_basic
+  use ftest
   use mpi_f08
   implicit none
   type(MPI_Comm) :: comm
@@ -10,6 +11,7 @@ program f08_basic
 
   rank = -1
   call MPI_Init(ierr)
+  test_name = 'f08_basic'
   comm = MPI_COMM_WORLD
   call MPI_Comm_rank(comm, rank, ierr)
   call MPI_Comm_size(comm, nprocs, ierr)
@@ -40,18 +42,5 @@ program f08_basic
      flush (6)
   end if
   call MPI_Finalize(ierr)
-
-contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-       write (*, '(a,i0,a)') 'FAIL f08_basic: rank ', rank, ': ' // what
-       flush (6)
-       call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f08_basic

@@ -51,6 +51,7 @@ contains
 end module f_attr_cb
 
 program f_attr
+  use ftest
   use mpi
   use f_attr_cb
   implicit none
@@ -64,6 +65,7 @@ program f_attr
 
   rank = -1
   call MPI_Init(ierr)
+  test_name = 'f_attr'
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
 
@@ -258,18 +260,5 @@ program f_attr
      flush (6)
   end if
   call MPI_Finalize(ierr)
-
-contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-       write (*, '(a,i0,a)') 'FAIL f_attr: rank ', rank, ': ' // what
-       flush (6)
-       call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f_attr

@@ -1,6 +1,7 @@
 ! Core point-to-point, collectives, communicators and a derived type through
 ! MPICH's `use mpi` bindings. Expected values are computed locally.
 program f_basic
+  use ftest
   use mpi
   implicit none
   integer, parameter :: maxn = 64
@@ -18,6 +19,7 @@ program f_basic
 
   rank = -1
   call MPI_Init(ierr)
+  test_name = 'f_basic'
   call check(ierr == MPI_SUCCESS, 'MPI_Init ierr')
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
@@ -219,18 +221,5 @@ program f_basic
      flush (6)
   end if
   call MPI_Finalize(ierr)
-
-contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-       write (*, '(a,i0,a)') 'FAIL f_basic: rank ', rank, ': ' // what
-       flush (6)
-       call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f_basic

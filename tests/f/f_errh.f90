@@ -12,6 +12,7 @@ contains
 end module f_errh_cb
 
 program f_errh
+  use ftest
   use mpi
   use f_errh_cb
   implicit none
@@ -20,6 +21,7 @@ program f_errh
 
   rank = -1
   call MPI_Init(ierr)
+  test_name = 'f_errh'
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
   buf = rank
@@ -81,18 +83,5 @@ program f_errh
      flush (6)
   end if
   call MPI_Finalize(ierr)
-
-contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-       write (*, '(a,i0,a)') 'FAIL f_errh: rank ', rank, ': ' // what
-       flush (6)
-       call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f_errh

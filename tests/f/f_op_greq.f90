@@ -70,6 +70,7 @@ contains
 end module f_op_greq_cb
 
 program f_op_greq
+  use ftest
   use mpi
   use f_op_greq_cb
   implicit none
@@ -82,6 +83,7 @@ program f_op_greq
 
   rank = -1
   call MPI_Init(ierr)
+  test_name = 'f_op_greq'
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
 
@@ -180,16 +182,5 @@ contains
     integer, intent(in) :: r, i
     element = (mod(3 + r * 7 + i * 5, p - 1) + 1) * 1000 + mod(r * 13 + i * 11 + 1, p)
   end function element
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-       write (*, '(a,i0,a)') 'FAIL f_op_greq: rank ', rank, ': ' // what
-       flush (6)
-       call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f_op_greq

@@ -2,6 +2,7 @@
 ! DOUBLE COMPLEX, LOGICAL, CHARACTER, the sized kinds and the pair types of
 ! MAXLOC/MINLOC, each checked against a value computed here.
 program f_types
+  use ftest
   use mpi
   implicit none
   integer :: ierr, rank, nprocs, peer
@@ -22,6 +23,8 @@ program f_types
   integer :: dts(1)
 
   call MPI_Init(ierr)
+
+  test_name = 'f_types'
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
 
@@ -95,18 +98,5 @@ program f_types
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a)', 'PASS f_types'
   call MPI_Finalize(ierr)
-
-contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer :: e
-    if (.not. ok) then
-      print '(a,i0,a,a)', 'FAIL f_types: rank ', rank, ': ', what
-      flush(6)
-      call MPI_Abort(MPI_COMM_WORLD, 1, e)
-    end if
-  end subroutine check
 
 end program f_types

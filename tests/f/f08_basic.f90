@@ -7,7 +7,7 @@ program f08_basic
   type(MPI_Status) :: status
   type(MPI_Request) :: req
   integer :: ierr, rank, nprocs, isum, right, left, i, cnt
-  integer :: sbuf(6), rbuf(6)
+  integer :: sbuf(6), rbuf(6), inplace(3)
 
   rank = -1
   call MPI_Init(ierr)
@@ -35,6 +35,16 @@ program f08_basic
   do i = 1, cnt
      call check(rbuf(i) == left * 100 + i, 'payload')
   end do
+
+  ! The layer's own sentinels: MPI_STATUS_IGNORE and MPI_IN_PLACE.
+  rbuf = -1
+  call MPI_Sendrecv(sbuf, 2, MPI_INTEGER, right, 9, rbuf, 2, MPI_INTEGER, left, 9, comm, &
+       MPI_STATUS_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS .and. rbuf(2) == left * 100 + 2, 'Sendrecv, STATUS_IGNORE')
+  inplace = (/ rank, 1, -rank /)
+  call MPI_Allreduce(MPI_IN_PLACE, inplace, 3, MPI_INTEGER, MPI_SUM, comm, ierr)
+  call check(inplace(1) == nprocs * (nprocs - 1) / 2 .and. inplace(2) == nprocs &
+       .and. inplace(3) == -inplace(1), 'Allreduce IN_PLACE')
 
   call MPI_Barrier(comm, ierr)
   if (rank == 0) then

@@ -40,6 +40,7 @@ mod pcontrol;
 mod requests;
 mod sendrecv;
 mod status;
+mod tool;
 mod topo;
 mod win;
 

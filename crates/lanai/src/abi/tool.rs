@@ -19,6 +19,7 @@ use lanai_common::knobs::{self, Knob};
 use std::ffi::{c_char, c_void, CStr};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 const ERR_NOT_INITIALIZED: c_int = 60;
 const ERR_INVALID_INDEX: c_int = 62;
@@ -64,12 +65,26 @@ fn cvar_of_handle(h: MPI_T_cvar_handle) -> Result<&'static Knob, c_int> {
     knobs::ALL.get(i).ok_or(ERR_INVALID_HANDLE)
 }
 
-/// The knob's value with a terminating NUL.
-fn value_bytes(k: &Knob) -> Vec<u8> {
-    let mut v = knobs::get(k).into_bytes();
-    v.retain(|&b| b != 0);
-    v.push(0);
-    v
+/// The knob's value with a terminating NUL, read once per process: the
+/// scope is constant, and a buffer sized by `MPI_T_cvar_handle_alloc`
+/// must fit whatever a later read returns.
+fn value_bytes(k: &Knob) -> &'static [u8] {
+    static VALUES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    let values = VALUES.get_or_init(|| {
+        knobs::ALL
+            .iter()
+            .map(|k| {
+                let mut v = knobs::get(k).into_bytes();
+                v.retain(|&b| b != 0);
+                v.push(0);
+                v
+            })
+            .collect()
+    });
+    knobs::ALL
+        .iter()
+        .position(|x| x.name == k.name)
+        .map_or(&[0][..], |i| &values[i])
 }
 
 /// The standard's convention for returned strings: with no buffer (or a

@@ -1,4 +1,5 @@
-/* The tool information interface: Lanai's knobs as control variables.
+/* The tool information interface: Lanai's knobs as control variables and
+ * its counters as performance variables.
  * Run with LANAI_EAGER_LIMIT=4096 in the environment; every value read is
  * compared with getenv() or the registry's count printed by lanai-info. */
 #include <mpi.h>
@@ -74,7 +75,7 @@ int main(int argc, char **argv) {
     desc_len = sizeof desc;
     CHECK(MPI_T_category_get_info(0, name, &name_len, desc, &desc_len, &ncv, &npv, &nsub) == MPI_SUCCESS,
           "category_get_info");
-    CHECK(ncv == n && npv == 0 && nsub == 0, "category counts %d %d %d", ncv, npv, nsub);
+    CHECK(ncv == n && nsub == 0, "category counts %d %d %d", ncv, npv, nsub);
     CHECK(MPI_T_category_get_index(name, &cat) == MPI_SUCCESS && cat == 0, "category index");
     int *ids = malloc(sizeof(int) * n);
     CHECK(MPI_T_category_get_cvars(0, n, ids) == MPI_SUCCESS, "category_get_cvars");
@@ -83,16 +84,46 @@ int main(int argc, char **argv) {
     CHECK(MPI_T_category_get_info(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == MPI_T_ERR_INVALID_INDEX,
           "category 1");
 
-    int np = -1, ne = -1, ns = -1;
-    CHECK(MPI_T_pvar_get_num(&np) == MPI_SUCCESS && np == 0, "pvars %d", np);
+    int np = -1, ne = -1, ns = -1, pidx = -1;
+    CHECK(MPI_T_pvar_get_num(&np) == MPI_SUCCESS && np >= 10, "pvars %d", np);
+    CHECK(npv == np, "the category lists %d of %d pvars", npv, np);
     CHECK(MPI_T_event_get_num(&ne) == MPI_SUCCESS && ne == 0, "events %d", ne);
     CHECK(MPI_T_source_get_num(&ns) == MPI_SUCCESS && ns == 0, "sources %d", ns);
-    CHECK(MPI_T_pvar_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
+    CHECK(MPI_T_pvar_get_info(np, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
               MPI_T_ERR_INVALID_INDEX,
-          "pvar 0");
+          "pvar past the end");
+    CHECK(MPI_T_pvar_get_index("lanai_self_messages", MPI_T_PVAR_CLASS_TIMER, &pidx) == MPI_T_ERR_INVALID_NAME,
+          "pvar of the wrong class");
+    CHECK(MPI_T_pvar_get_index("lanai_self_messages", MPI_T_PVAR_CLASS_COUNTER, &pidx) == MPI_SUCCESS,
+          "pvar index");
+    int var_class, readonly, continuous, atomic;
+    name_len = sizeof name;
+    CHECK(MPI_T_pvar_get_info(pidx, name, &name_len, &verbosity, &var_class, &dt, &et, NULL, NULL, &bind,
+                              &readonly, &continuous, &atomic) == MPI_SUCCESS,
+          "pvar_get_info");
+    CHECK(strcmp(name, "lanai_self_messages") == 0 && var_class == MPI_T_PVAR_CLASS_COUNTER &&
+              dt == MPI_UNSIGNED_LONG_LONG && readonly && continuous && bind == MPI_T_BIND_NO_OBJECT,
+          "pvar attributes");
+
     MPI_T_pvar_session s;
+    MPI_T_pvar_handle ph;
     CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS, "session_create");
+    CHECK(MPI_T_pvar_handle_alloc(s, pidx, NULL, &ph, &count) == MPI_SUCCESS && count == 1, "pvar handle");
+    unsigned long long got = 99;
+    CHECK(MPI_T_pvar_read(s, ph, &got) == MPI_SUCCESS && got == 0, "counted %llu before sending", got);
+    /* Counted from the handle's allocation: exactly the messages sent to self. */
+    for (int i = 0; i < 7; i++) {
+        int x = i, y = -1;
+        MPI_Sendrecv(&x, 1, MPI_INT, rank, 3, &y, 1, MPI_INT, rank, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(y == i, "self message %d", i);
+    }
+    CHECK(MPI_T_pvar_read(s, ph, &got) == MPI_SUCCESS && got == 7, "counted %llu self messages", got);
+    CHECK(MPI_T_pvar_start(s, ph) == MPI_T_ERR_PVAR_NO_STARTSTOP, "continuous pvar started");
     CHECK(MPI_T_pvar_start(s, MPI_T_PVAR_ALL_HANDLES) == MPI_SUCCESS, "start all handles");
+    CHECK(MPI_T_pvar_write(s, ph, &got) == MPI_T_ERR_PVAR_NO_WRITE, "read-only pvar written");
+    CHECK(MPI_T_pvar_reset(s, ph) == MPI_T_ERR_PVAR_NO_WRITE, "read-only pvar reset");
+    CHECK(MPI_T_pvar_handle_free(s, &ph) == MPI_SUCCESS && ph == MPI_T_PVAR_HANDLE_NULL, "pvar handle_free");
+    CHECK(MPI_T_pvar_read(s, ph, &got) == MPI_T_ERR_INVALID_HANDLE, "read of a freed handle");
     CHECK(MPI_T_pvar_session_free(&s) == MPI_SUCCESS && s == MPI_T_PVAR_SESSION_NULL, "session_free");
 
     MPI_Finalize();

@@ -1,7 +1,12 @@
 //! The MPI tool information interface (`MPI_T_*`): Lanai's `LANAI_*`
-//! knobs as control variables, in one category. There are no performance
-//! variables, events or event sources, which the interface allows: their
+//! knobs as control variables and its transport counters (what
+//! `LANAI_STATS=1` prints) as performance variables, in one category.
+//! There are no events or event sources, which the interface allows: their
 //! counts are 0 and their indices are all invalid.
+//!
+//! The performance variables are continuous, read-only counters of this
+//! process: a handle reads what happened since it was allocated, and
+//! reads need MPI to be running (they look at the engine).
 //!
 //! Each cvar is a string (`MPI_CHAR`) holding the knob's value as this
 //! process read it from the environment, with constant scope: Lanai reads
@@ -14,24 +19,29 @@ use super::consts::{
     MPI_Datatype, MPI_T_cvar_handle, MPI_T_enum, MPI_T_event_instance, MPI_T_event_registration,
     MPI_T_pvar_handle, MPI_T_pvar_session,
 };
+use super::state;
+use crate::engine::Engine;
 use crate::mpi_fn;
 use lanai_common::knobs::{self, Knob};
 use std::ffi::{c_char, c_void, CStr};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 const ERR_NOT_INITIALIZED: c_int = 60;
 const ERR_INVALID_INDEX: c_int = 62;
 const ERR_INVALID_HANDLE: c_int = 64;
 const ERR_INVALID_SESSION: c_int = 67;
 const ERR_CVAR_SET_NEVER: c_int = 69;
+const ERR_PVAR_NO_STARTSTOP: c_int = 70;
+const ERR_PVAR_NO_WRITE: c_int = 71;
 const ERR_INVALID_NAME: c_int = 73;
 const ERR_INVALID: c_int = 74;
 
 const VERBOSITY_USER_BASIC: c_int = 221;
 const BIND_NO_OBJECT: c_int = 9700;
 const SCOPE_CONSTANT: c_int = 60438;
+const PVAR_CLASS_COUNTER: c_int = 246;
 
 const CATEGORY: &str = "LANAI";
 const CATEGORY_DESC: &str = "Lanai's LANAI_* settings, read from the environment at start-up";
@@ -281,7 +291,7 @@ mpi_fn! { MPI_T_category_get_info / PMPI_T_category_get_info (cat_index: c_int, 
             put_str(name, name_len, CATEGORY);
             put_str(desc, desc_len, CATEGORY_DESC);
             put(num_cvars, knobs::ALL.len() as c_int);
-            put(num_pvars, 0);
+            put(num_pvars, PVARS.len() as c_int);
             put(num_categories, 0);
         }
         Ok(())
@@ -313,8 +323,8 @@ mpi_fn! { MPI_T_category_get_cvars / PMPI_T_category_get_cvars (cat_index: c_int
     }))
 }}
 
-/// `MPI_T_category_get_pvars`, `_categories` and `_events`: the category
-/// has none, so nothing is written.
+/// `MPI_T_category_get_categories` and `_events`: the category has none,
+/// so nothing is written.
 macro_rules! empty_member_list {
     ($name:ident, $pname:ident) => {
         mpi_fn! { $name / $pname (cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
@@ -324,7 +334,6 @@ macro_rules! empty_member_list {
     };
 }
 
-empty_member_list!(MPI_T_category_get_pvars, PMPI_T_category_get_pvars);
 empty_member_list!(
     MPI_T_category_get_categories,
     PMPI_T_category_get_categories
@@ -366,21 +375,8 @@ macro_rules! none_of {
     };
 }
 
-none_of!(MPI_T_pvar_get_num, PMPI_T_pvar_get_num);
 none_of!(MPI_T_event_get_num, PMPI_T_event_get_num);
 none_of!(MPI_T_source_get_num, PMPI_T_source_get_num);
-
-mpi_fn! { MPI_T_pvar_get_info / PMPI_T_pvar_get_info (pvar_index: c_int, name: *mut c_char, name_len: *mut c_int, verbosity: *mut c_int,
-        var_class: *mut c_int, datatype: *mut MPI_Datatype, enumtype: *mut MPI_T_enum, desc: *mut c_char, desc_len: *mut c_int,
-        bind: *mut c_int, readonly: *mut c_int, continuous: *mut c_int, atomic: *mut c_int) -> c_int {
-    let _ = (pvar_index, name, name_len, verbosity, var_class, datatype, enumtype, desc, desc_len, bind, readonly, continuous, atomic);
-    done(initialized().and(Err(ERR_INVALID_INDEX)))
-}}
-
-mpi_fn! { MPI_T_pvar_get_index / PMPI_T_pvar_get_index (name: *const c_char, var_class: c_int, pvar_index: *mut c_int) -> c_int {
-    let _ = (name, var_class, pvar_index);
-    done(initialized().and(Err(ERR_INVALID_NAME)))
-}}
 
 mpi_fn! { MPI_T_pvar_session_create / PMPI_T_pvar_session_create (session: *mut MPI_T_pvar_session) -> c_int {
     done(initialized().and_then(|()| {
@@ -414,50 +410,273 @@ mpi_fn! { MPI_T_pvar_session_free / PMPI_T_pvar_session_free (s: *mut MPI_T_pvar
     }))
 }}
 
+/// One performance variable: its name, what it counts, and the count.
+struct Pvar {
+    name: &'static str,
+    desc: &'static str,
+    read: fn(&Engine) -> u64,
+}
+
+fn tcp(e: &Engine, f: fn(&lanai_tcp::Stats) -> u64) -> u64 {
+    e.net.tcp.as_ref().map_or(0, |t| f(&t.stats()))
+}
+
+const PVARS: &[Pvar] = &[
+    Pvar {
+        name: "lanai_shm_messages_sent",
+        desc: "Messages this process sent to ranks of its node through shared memory",
+        read: |e| e.net.counters.shm_msgs,
+    },
+    Pvar {
+        name: "lanai_shm_bytes_sent",
+        desc: "Bytes this process sent to ranks of its node through shared memory",
+        read: |e| e.net.counters.shm_bytes,
+    },
+    Pvar {
+        name: "lanai_tcp_messages_sent",
+        desc: "Messages this process sent over TCP",
+        read: |e| tcp(e, |s| s.messages_sent),
+    },
+    Pvar {
+        name: "lanai_tcp_bytes_sent",
+        desc: "Bytes this process sent over TCP",
+        read: |e| tcp(e, |s| s.bytes_sent),
+    },
+    Pvar {
+        name: "lanai_tcp_messages_received",
+        desc: "Messages this process received over TCP",
+        read: |e| tcp(e, |s| s.messages_received),
+    },
+    Pvar {
+        name: "lanai_tcp_bytes_received",
+        desc: "Bytes this process received over TCP",
+        read: |e| tcp(e, |s| s.bytes_received),
+    },
+    Pvar {
+        name: "lanai_tcp_connections",
+        desc: "TCP connections this process completed (made on demand, or all at MPI_Init with LANAI_CONNECT=static)",
+        read: |e| tcp(e, |s| s.connections),
+    },
+    Pvar {
+        name: "lanai_self_messages",
+        desc: "Messages this process sent to itself",
+        read: |e| e.net.counters.self_msgs,
+    },
+    Pvar {
+        name: "lanai_sleeps",
+        desc: "Times this process slept while waiting inside MPI",
+        read: |e| e.net.counters.sleeps,
+    },
+    Pvar {
+        name: "lanai_sleep_timeouts",
+        desc: "Sleeps that ended by timeout rather than a wake-up",
+        read: |e| e.net.counters.sleep_timeouts,
+    },
+    Pvar {
+        name: "lanai_staged_reduces",
+        desc: "Reduces on a node whose contributions were staged for the root to fold in place",
+        read: |e| e.net.counters.staged_reduces,
+    },
+    Pvar {
+        name: "lanai_flat_reduces",
+        desc: "Reduces across nodes sent straight to the root",
+        read: |e| e.net.counters.flat_reduces,
+    },
+];
+
+fn pvar(index: c_int) -> Result<&'static Pvar, c_int> {
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| PVARS.get(i))
+        .ok_or(ERR_INVALID_INDEX)
+}
+
+/// The counter now, or why it cannot be read.
+fn count(p: &Pvar) -> Result<u64, c_int> {
+    if state::phase() != state::RUNNING {
+        return Err(ERR_INVALID);
+    }
+    state::with_engine(|e| Ok((p.read)(e))).map_err(|_| ERR_INVALID)
+}
+
+/// A live handle: its session, variable and the count when allocated.
+#[derive(Clone, Copy)]
+struct PvarHandle {
+    session: usize,
+    index: usize,
+    base: u64,
+}
+
+/// Handles by number minus one; `None` once freed.
+static HANDLES: Mutex<Vec<Option<PvarHandle>>> = Mutex::new(Vec::new());
+
+fn handles() -> std::sync::MutexGuard<'static, Vec<Option<PvarHandle>>> {
+    // Entries are plain data; a panic cannot leave one half-written.
+    HANDLES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn handle_of(s: MPI_T_pvar_session, h: MPI_T_pvar_handle) -> Result<PvarHandle, c_int> {
+    session(s)?;
+    let i = (h as usize).checked_sub(1).ok_or(ERR_INVALID_HANDLE)?;
+    match handles().get(i) {
+        Some(Some(p)) if p.session == s as usize => Ok(*p),
+        _ => Err(ERR_INVALID_HANDLE),
+    }
+}
+
+fn is_all(h: MPI_T_pvar_handle) -> bool {
+    std::ptr::eq(h, super::exported_data::MPI_T_PVAR_ALL_HANDLES.0)
+}
+
+mpi_fn! { MPI_T_pvar_get_num / PMPI_T_pvar_get_num (num: *mut c_int) -> c_int {
+    done(initialized().and_then(|()| {
+        if num.is_null() {
+            return Err(ERR_INVALID);
+        }
+        // SAFETY: checked non-null.
+        unsafe { *num = PVARS.len() as c_int };
+        Ok(())
+    }))
+}}
+
+mpi_fn! { MPI_T_pvar_get_info / PMPI_T_pvar_get_info (pvar_index: c_int, name: *mut c_char, name_len: *mut c_int, verbosity: *mut c_int,
+        var_class: *mut c_int, datatype: *mut MPI_Datatype, enumtype: *mut MPI_T_enum, desc: *mut c_char, desc_len: *mut c_int,
+        bind: *mut c_int, readonly: *mut c_int, continuous: *mut c_int, atomic: *mut c_int) -> c_int {
+    done(initialized().and_then(|()| {
+        let p = pvar(pvar_index)?;
+        // SAFETY: the caller's outputs, each null or valid.
+        unsafe {
+            put_str(name, name_len, p.name);
+            put_str(desc, desc_len, p.desc);
+            put(verbosity, VERBOSITY_USER_BASIC);
+            put(var_class, PVAR_CLASS_COUNTER);
+            put(datatype, c::MPI_UNSIGNED_LONG_LONG);
+            put(enumtype, std::ptr::null_mut());
+            put(bind, BIND_NO_OBJECT);
+            put(readonly, 1);
+            put(continuous, 1);
+            put(atomic, 0);
+        }
+        Ok(())
+    }))
+}}
+
+mpi_fn! { MPI_T_pvar_get_index / PMPI_T_pvar_get_index (name: *const c_char, var_class: c_int, pvar_index: *mut c_int) -> c_int {
+    done(initialized().and_then(|()| {
+        if var_class != PVAR_CLASS_COUNTER {
+            return Err(ERR_INVALID_NAME);
+        }
+        // SAFETY: the caller's NUL-terminated name.
+        let i = unsafe { index_of(name, PVARS.iter().map(|p| p.name)) }?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(pvar_index, i) };
+        Ok(())
+    }))
+}}
+
 mpi_fn! { MPI_T_pvar_handle_alloc / PMPI_T_pvar_handle_alloc (s: MPI_T_pvar_session, pvar_index: c_int, obj_handle: *mut c_void,
-        handle: *mut MPI_T_pvar_handle, count: *mut c_int) -> c_int {
-    let _ = (pvar_index, obj_handle, handle, count);
-    done(initialized().and_then(|()| session(s)).and(Err(ERR_INVALID_INDEX)))
+        handle: *mut MPI_T_pvar_handle, count_out: *mut c_int) -> c_int {
+    let _ = obj_handle; // bound to no object
+    done(initialized().and_then(|()| {
+        session(s)?;
+        let p = pvar(pvar_index)?;
+        if handle.is_null() || count_out.is_null() {
+            return Err(ERR_INVALID);
+        }
+        // Before MPI_Init nothing has been counted yet.
+        let base = count(p).unwrap_or(0);
+        let mut t = handles();
+        t.push(Some(PvarHandle { session: s as usize, index: pvar_index as usize, base }));
+        // SAFETY: both checked non-null.
+        unsafe {
+            *handle = t.len() as MPI_T_pvar_handle;
+            *count_out = 1;
+        }
+        Ok(())
+    }))
 }}
 
 mpi_fn! { MPI_T_pvar_handle_free / PMPI_T_pvar_handle_free (s: MPI_T_pvar_session, handle: *mut MPI_T_pvar_handle) -> c_int {
-    let _ = handle;
-    done(initialized().and_then(|()| session(s)).and(Err(ERR_INVALID_HANDLE)))
+    done(initialized().and_then(|()| {
+        if handle.is_null() {
+            return Err(ERR_INVALID_HANDLE);
+        }
+        // SAFETY: checked non-null; the caller's handle.
+        let h = unsafe { *handle };
+        handle_of(s, h)?;
+        handles()[h as usize - 1] = None;
+        // SAFETY: as above.
+        unsafe { *handle = std::ptr::null_mut() };
+        Ok(())
+    }))
 }}
 
-/// Start, stop and reset: with no handles, only `MPI_T_PVAR_ALL_HANDLES`
-/// (which then names nothing) is valid.
-macro_rules! pvar_all_or_nothing {
+/// Start and stop: the counters are continuous, so only
+/// `MPI_T_PVAR_ALL_HANDLES` (which then affects nothing) is accepted.
+macro_rules! pvar_continuous {
     ($name:ident, $pname:ident) => {
         mpi_fn! { $name / $pname (s: MPI_T_pvar_session, handle: MPI_T_pvar_handle) -> c_int {
             done(initialized().and_then(|()| session(s)).and_then(|()| {
-                if handle == super::exported_data::MPI_T_PVAR_ALL_HANDLES.0 as MPI_T_pvar_handle {
-                    Ok(())
-                } else {
-                    Err(ERR_INVALID_HANDLE)
+                if is_all(handle) {
+                    return Ok(());
                 }
+                handle_of(s, handle)?;
+                Err(ERR_PVAR_NO_STARTSTOP)
             }))
         }}
     };
 }
 
-pvar_all_or_nothing!(MPI_T_pvar_start, PMPI_T_pvar_start);
-pvar_all_or_nothing!(MPI_T_pvar_stop, PMPI_T_pvar_stop);
-pvar_all_or_nothing!(MPI_T_pvar_reset, PMPI_T_pvar_reset);
+pvar_continuous!(MPI_T_pvar_start, PMPI_T_pvar_start);
+pvar_continuous!(MPI_T_pvar_stop, PMPI_T_pvar_stop);
 
-/// Read, write and read-reset: no handle can exist.
-macro_rules! pvar_no_handle {
-    ($name:ident, $pname:ident, $buf:ty) => {
-        mpi_fn! { $name / $pname (s: MPI_T_pvar_session, handle: MPI_T_pvar_handle, buf: $buf) -> c_int {
-            let _ = (handle, buf);
-            done(initialized().and_then(|()| session(s)).and(Err(ERR_INVALID_HANDLE)))
+mpi_fn! { MPI_T_pvar_read / PMPI_T_pvar_read (s: MPI_T_pvar_session, handle: MPI_T_pvar_handle, buf: *mut c_void) -> c_int {
+    done(initialized().and_then(|()| {
+        let h = handle_of(s, handle)?;
+        if buf.is_null() {
+            return Err(ERR_INVALID);
+        }
+        let now = count(&PVARS[h.index])?;
+        // SAFETY: the caller's buffer for one unsigned long long (the
+        // count `MPI_T_pvar_handle_alloc` gave).
+        unsafe { buf.cast::<u64>().write_unaligned(now.saturating_sub(h.base)) };
+        Ok(())
+    }))
+}}
+
+/// Write, reset and read-reset: the counters are read-only.
+macro_rules! pvar_read_only {
+    ($name:ident, $pname:ident $(, $buf:ident : $ty:ty)?) => {
+        mpi_fn! { $name / $pname (s: MPI_T_pvar_session, handle: MPI_T_pvar_handle $(, $buf: $ty)?) -> c_int {
+            $(let _ = $buf;)?
+            done(initialized().and_then(|()| session(s)).and_then(|()| {
+                if !is_all(handle) {
+                    handle_of(s, handle)?;
+                }
+                Err(ERR_PVAR_NO_WRITE)
+            }))
         }}
     };
 }
 
-pvar_no_handle!(MPI_T_pvar_read, PMPI_T_pvar_read, *mut c_void);
-pvar_no_handle!(MPI_T_pvar_readreset, PMPI_T_pvar_readreset, *mut c_void);
-pvar_no_handle!(MPI_T_pvar_write, PMPI_T_pvar_write, *const c_void);
+pvar_read_only!(MPI_T_pvar_reset, PMPI_T_pvar_reset);
+pvar_read_only!(MPI_T_pvar_readreset, PMPI_T_pvar_readreset, buf: *mut c_void);
+pvar_read_only!(MPI_T_pvar_write, PMPI_T_pvar_write, buf: *const c_void);
+
+mpi_fn! { MPI_T_category_get_pvars / PMPI_T_category_get_pvars (cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
+    done(initialized().and_then(|()| {
+        category(cat_index)?;
+        let n = len.clamp(0, PVARS.len() as c_int);
+        if n > 0 && indices.is_null() {
+            return Err(ERR_INVALID);
+        }
+        for i in 0..n {
+            // SAFETY: the caller's array of at least `len` ints.
+            unsafe { *indices.add(i as usize) = i };
+        }
+        Ok(())
+    }))
+}}
 
 // ---- Enumerations: no cvar has one, so no enum handle exists ----
 

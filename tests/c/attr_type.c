@@ -73,6 +73,20 @@ int main(int argc, char **argv)
     CHECK(dup1 == MPI_DATATYPE_NULL, "free wrote MPI_DATATYPE_NULL");
     MPI_OK(MPI_Type_free(&base));
     CHECK(deletes == 4 && last_deleted == v0, "base's attribute deleted on free");
+
+    /* A predefined type cannot be freed, and keeps its attributes. */
+    MPI_Datatype named = MPI_INT;
+    MPI_OK(MPI_Type_set_attr(named, key, v0 + 3));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(MPI_Type_free(&named), &cls);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    CHECK(cls == MPI_ERR_TYPE && named == MPI_INT, "freeing MPI_INT is refused (class %d)", cls);
+    CHECK(deletes == 4, "the refused free ran no delete callback");
+    MPI_OK(MPI_Type_get_attr(MPI_INT, key, &val, &flag));
+    CHECK(flag && val == v0 + 3, "MPI_INT keeps its attribute");
+    MPI_OK(MPI_Type_delete_attr(MPI_INT, key));
+    CHECK(deletes == 5 && last_deleted == v0 + 3, "delete_attr on MPI_INT ran the callback");
     MPI_OK(MPI_Type_free_keyval(&key));
     MPI_OK(MPI_Type_free_keyval(&key2));
     return lt_finish();

@@ -235,21 +235,30 @@ fn with_entry<R>(h: MPI_Datatype, f: impl FnOnce(&mut Entry) -> R) -> MpiResult<
     }
 }
 
+fn cannot_free() -> MpiError {
+    MpiError::new(c::MPI_ERR_TYPE, "a predefined datatype cannot be freed")
+}
+
+/// Whether `h` may be freed: a live derived type, not a predefined one
+/// (checked before its attributes' delete callbacks run).
+fn check_freeable(h: MPI_Datatype) -> MpiResult<()> {
+    if predef::lookup(h).is_some() {
+        return Err(cannot_free());
+    }
+    let i = slot_of(h).ok_or_else(|| bad_handle(h))?;
+    match table().slots.get(i) {
+        Some(Some(e)) if e.permanent => Err(cannot_free()),
+        Some(Some(_)) => Ok(()),
+        _ => Err(bad_handle(h)),
+    }
+}
+
 /// Frees a derived handle; predefined ones cannot be freed.
 fn remove(h: MPI_Datatype) -> MpiResult<()> {
-    if predef::lookup(h).is_some() {
-        return Err(MpiError::new(
-            c::MPI_ERR_TYPE,
-            "a predefined datatype cannot be freed",
-        ));
-    }
+    check_freeable(h)?;
     let i = slot_of(h).ok_or_else(|| bad_handle(h))?;
     let mut t = table();
     match t.slots.get_mut(i) {
-        Some(Some(e)) if e.permanent => Err(MpiError::new(
-            c::MPI_ERR_TYPE,
-            "a predefined datatype cannot be freed",
-        )),
         Some(s @ Some(_)) => {
             // Types built from this one keep their own reference to its
             // layout, so dropping the entry is safe for them.

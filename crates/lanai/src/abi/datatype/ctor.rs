@@ -1,7 +1,8 @@
 //! Type constructors, `MPI_Type_commit`, `MPI_Type_dup` and `MPI_Type_free`.
 
 use super::{
-    array, count_arg, counts_of, dt_err, insert, meta_of, put, remove, resolve, with_entry,
+    array, check_freeable, count_arg, counts_of, dt_err, insert, meta_of, put, remove, resolve,
+    with_entry,
 };
 use crate::abi::call;
 use crate::abi::consts as c;
@@ -472,10 +473,12 @@ mpi_fn! { MPI_Type_commit / PMPI_Type_commit (datatype: *mut MPI_Datatype) -> c_
 
 mpi_fn! { MPI_Type_free / PMPI_Type_free (datatype: *mut MPI_Datatype) -> c_int {
     if !datatype.is_null() {
-        // Delete callbacks are user code, so they run before `call`; one
-        // that fails stops the free, as for communicators.
         // SAFETY: checked non-null; the caller's handle.
-        if let Err(err) = crate::abi::attr::before_type_free(unsafe { *datatype }) {
+        let h = unsafe { *datatype };
+        // A handle that cannot be freed keeps its attributes. Delete
+        // callbacks are user code, so they run before `call`; one that
+        // fails stops the free, as for communicators.
+        if let Err(err) = check_freeable(h).and_then(|()| crate::abi::attr::before_type_free(h)) {
             return crate::abi::errors::raise("MPI_Type_free", None, err);
         }
     }

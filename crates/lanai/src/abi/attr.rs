@@ -384,16 +384,6 @@ fn value_of(kind: Kind, obj: c_int, kv: c_int) -> Option<(usize, AttrType)> {
         .and_then(|l| l.iter().find(|a| a.kv == kv).map(|a| (*a.val, a.ty)))
 }
 
-/// Where C is told an integer attribute lives: the box, which stays put
-/// while the attribute is set (a new value is written into it).
-fn address_of(kind: Kind, obj: c_int, kv: c_int) -> Option<usize> {
-    store().attrs.get(&(kind, obj)).and_then(|l| {
-        l.iter()
-            .find(|a| a.kv == kv)
-            .map(|a| &*a.val as *const usize as usize)
-    })
-}
-
 fn store_value(kind: Kind, obj: c_int, kv: c_int, val: usize, ty: AttrType) {
     let mut st = store();
     let list = st.attrs.entry((kind, obj)).or_default();
@@ -447,10 +437,20 @@ fn set_attr(kind: Kind, obj: c_int, kv: c_int, val: *mut c_void, ty: AttrType) -
 /// address of an integer attribute, Fortran the value itself.
 fn get_attr(kind: Kind, obj: c_int, kv: c_int, want: AttrType) -> MpiResult<Option<usize>> {
     lookup(kind, kv)?;
-    Ok(match value_of(kind, obj, kv) {
-        Some((_, ty)) if want == AttrType::Ptr && ty.is_int() => address_of(kind, obj, kv),
-        other => other.map(|(v, _)| v),
-    })
+    let st = store();
+    let found = st
+        .attrs
+        .get(&(kind, obj))
+        .and_then(|l| l.iter().find(|a| a.kv == kv));
+    Ok(found.map(|a| {
+        if want == AttrType::Ptr && a.ty.is_int() {
+            // The box stays put while the attribute is set (a new value is
+            // written into it), so C may keep this address.
+            &*a.val as *const usize as usize
+        } else {
+            *a.val
+        }
+    }))
 }
 
 fn delete_attr(kind: Kind, obj: c_int, kv: c_int) -> MpiResult<()> {

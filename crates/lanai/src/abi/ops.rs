@@ -485,9 +485,22 @@ unsafe fn reduce_local(
     if len == 0 {
         return Ok(());
     }
-    // SAFETY: `len` readable bytes at `inbuf` per the contract; copied out so
-    // overlap with `inoutbuf` cannot alias.
-    let input = unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>(), len) }.to_vec();
+    // The standard forbids the two buffers to overlap, but a slice and a
+    // mutable slice over shared bytes would be undefined behaviour here, so
+    // an overlapping input is copied out first (only then: the copy of a
+    // large buffer, and its allocation's page faults, doubled the time).
+    let (a, b) = (inbuf as usize, inoutbuf as usize);
+    let overlap = a < b.saturating_add(len) && b < a.saturating_add(len);
+    let copied;
+    let input: &[u8] = if overlap {
+        // SAFETY: `len` readable bytes at `inbuf` per the contract.
+        copied = unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>(), len) }.to_vec();
+        &copied
+    } else {
+        // SAFETY: `len` readable bytes at `inbuf` per the contract, disjoint
+        // from the mutable slice below (checked above).
+        unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>(), len) }
+    };
     // SAFETY: `len` writable bytes at `inoutbuf` per the contract.
     let inout = unsafe { std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), len) };
     match r {
@@ -495,11 +508,11 @@ unsafe fn reduce_local(
             if let Some(ld) = super::long_double::LongDouble::new(o, dt) {
                 let ld = ld.map_err(|e| MpiError::new(c::MPI_ERR_OP, e))?;
                 return ld
-                    .combine(&input, inout)
+                    .combine(input, inout)
                     .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()));
             }
             let elem = types::reduce_elem(dt)?;
-            lanai_coll::combine(o, elem, &input, inout)
+            lanai_coll::combine(o, elem, input, inout)
         }
         Resolved::User(u) => {
             let (size, layout) = user_op_type(dt)?;
@@ -510,7 +523,7 @@ unsafe fn reduce_local(
                 size,
                 layout,
             }
-            .combine(&input, inout)
+            .combine(input, inout)
         }
     }
     .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))

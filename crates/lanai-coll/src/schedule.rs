@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use crate::error::{CollError, OpError};
-use crate::machine::{decode, Outbox, Outgoing};
+use crate::machine::{decode, decode_head, Header, Outbox, Outgoing};
 use crate::ops::Combine;
 
 /// What a receive does with its payload.
@@ -332,6 +332,22 @@ fn fold<C: Combine>(
 impl<C: Combine> Schedule<C> {
     pub fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         let (h, payload) = decode(from, data)?;
+        let step = self.match_step(from, &h, payload.len())?;
+        self.payloads.insert(step, payload.to_vec());
+        self.advance()
+    }
+
+    /// As [`Schedule::handle_message`] for a message whose body came apart
+    /// (passed by reference): kept as it is, without a copy.
+    pub fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
+        let h = decode_head(from, head)?;
+        let step = self.match_step(from, &h, body.len())?;
+        self.payloads.insert(step, body);
+        self.advance()
+    }
+
+    /// The receive step message `h` from `from` (`len` bytes of body) is for.
+    fn match_step(&mut self, from: u32, h: &Header, len: usize) -> Result<usize, CollError> {
         let key = (from, h.kind);
         let seen = self.matched.get(&key).copied().unwrap_or(0);
         let Some(next) = self.expected.get(&key).and_then(VecDeque::front).copied() else {
@@ -364,19 +380,18 @@ impl<C: Combine> Schedule<C> {
                 }
             });
         }
-        if payload.len() != next.len {
+        if len != next.len {
             return Err(CollError::DataLengthMismatch {
                 from,
                 expected: next.len,
-                got: payload.len(),
+                got: len,
             });
         }
         if let Some(q) = self.expected.get_mut(&key) {
             q.pop_front();
         }
         self.matched.insert(key, seen.wrapping_add(1));
-        self.payloads.insert(next.step, payload.to_vec());
-        self.advance()
+        Ok(next.step)
     }
 
     pub fn poll_send(&mut self) -> Option<Outgoing> {
@@ -422,6 +437,14 @@ macro_rules! scheduled_collective {
                 data: &[u8],
             ) -> Result<(), $crate::error::CollError> {
                 self.inner.handle_message(from, data)
+            }
+            fn handle_parts(
+                &mut self,
+                from: u32,
+                head: &[u8],
+                body: Vec<u8>,
+            ) -> Result<(), $crate::error::CollError> {
+                self.inner.handle_parts(from, head, body)
             }
             fn poll_send(&mut self) -> Option<$crate::machine::Outgoing> {
                 self.inner.poll_send()

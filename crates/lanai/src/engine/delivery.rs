@@ -2,11 +2,13 @@
 //! completing sends on acknowledgement, and queuing the follow-up work
 //! (acknowledgements, rendezvous reads) that needs a transport.
 
+use super::copy_pick::{CopyPick, Way};
 use super::matching::{Held, Matcher, Unexpected};
 use super::request::{Op, Requests, Status};
 use crate::abi::consts as c;
 use crate::shm::cma::{self, RemoteRun};
 use lanai_wire::envelope::{Envelope, Kind};
+use std::time::Instant;
 
 /// Envelope flag on `RndvData`: the transfer is complete (single copy done).
 pub const FIN: u8 = 1;
@@ -118,9 +120,49 @@ pub struct State {
     pub rndv_runs: Vec<(u32, u64, Vec<RemoteRun>)>,
     /// Receives waiting for their sender's part of a shared copy.
     pub shared_copies: Vec<SharedCopy>,
+    /// Which copy rendezvous receives within the node ask for.
+    pub copy_pick: CopyPick,
+    /// Receives whose copy is being timed for `copy_pick`.
+    pub timed_copies: Vec<TimedCopy>,
+}
+
+/// A rendezvous receive whose transfer `copy_pick` learns from.
+#[derive(Debug)]
+pub struct TimedCopy {
+    req: usize,
+    peer: usize,
+    len: usize,
+    copy: Way,
+    start: Instant,
 }
 
 impl State {
+    /// Starts timing receive `req`'s transfer of `len` bytes from local
+    /// peer `peer` by `copy`.
+    pub fn time_copy(&mut self, req: usize, peer: usize, len: usize, copy: Way) {
+        self.timed_copies.push(TimedCopy {
+            req,
+            peer,
+            len,
+            copy,
+            start: Instant::now(),
+        });
+    }
+
+    /// Receive `req` is complete: if its transfer was timed, learn from it.
+    pub fn copy_done(&mut self, req: usize) {
+        if let Some(i) = self.timed_copies.iter().position(|t| t.req == req) {
+            let t = self.timed_copies.swap_remove(i);
+            let nanos = u64::try_from(t.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.copy_pick.record(t.peer, t.len, t.copy, nanos);
+        }
+    }
+
+    /// Receive `req`'s transfer changed course: it measures nothing.
+    pub fn copy_forget(&mut self, req: usize) {
+        self.timed_copies.retain(|t| t.req != req);
+    }
+
     /// Handles one arriving message. `payload` may borrow transport memory.
     pub fn deliver(&mut self, env: Envelope, from: u32, payload: &[u8]) {
         match env.kind {
@@ -294,6 +336,9 @@ impl State {
                 ..r.status
             };
             self.reqs.complete(idx, st);
+            if !self.timed_copies.is_empty() {
+                self.copy_done(idx);
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ mod coll_ref;
 pub mod comm;
 mod comm_idup;
 pub mod composite;
+mod copy_pick;
 pub mod delivery;
 pub mod doorbell;
 pub mod error;

@@ -1,6 +1,7 @@
 //! Point-to-point protocols: eager, synchronous and rendezvous sends,
 //! receives, probes and cancellation.
 
+use super::copy_pick::Way;
 use super::delivery::{Followup, SharedCopy, FAILED, FIN, HELP, HELPED, SEGMENTS};
 use super::error::{MpiError, MpiResult};
 use super::matching::{Held, Posted, Unexpected, ANY_SOURCE};
@@ -316,12 +317,18 @@ impl Engine {
             let sender_waits = self.net.shm.as_ref().is_some_and(|s| s.peer_waiting(local));
             // Both sides on cores of their own, the sender inside MPI: it
             // answers a clear-to-send at once, so two copies through the
-            // ring pipeline below SHARED_COPY_MIN, and share the copy above.
+            // ring pipeline, or the two share one copy. Above
+            // SHARED_COPY_MIN sharing wins everywhere; below, whichever
+            // has cost less between these two ranks (`copy_pick`).
             let both_busy =
                 one_run && buf.is_contiguous() && !self.settings.oversubscribed && sender_waits;
             if both_busy && n < SHARED_COPY_MIN {
-                self.net.counters.streamed_local += 1;
-                return self.ask_to_stream(req, from, src, tag, len, cookie);
+                let copy = self.st.copy_pick.pick(local, n);
+                self.st.time_copy(req, local, n, copy);
+                if copy == Way::Stream {
+                    self.net.counters.streamed_local += 1;
+                    return self.ask_to_stream(req, from, src, tag, len, cookie);
+                }
             }
             if both_busy {
                 let status = Status {
@@ -497,8 +504,11 @@ impl Engine {
         if ok && s.read_ok {
             self.net.counters.shared_copies += 1;
             self.st.reqs.complete(s.req, s.status);
+            self.st.copy_done(s.req);
             return self.send_fin(s.from, s.send_cookie);
         }
+        // The stream that follows is no measure of either copy.
+        self.st.copy_forget(s.req);
         // Either copy failed: the sender streams everything instead (its
         // send is still open, since no FIN went out).
         if let Some(r) = self.st.reqs.get_mut(s.req) {

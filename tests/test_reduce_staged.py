@@ -96,3 +96,23 @@ def test_mpich_build_on_lanai_under_hydra(mpich_exe):
 
 def test_program_itself_on_mpich(mpich_exe):
     harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["1"], on_lanai=False)
+
+
+def test_ranks_with_cores_leave_large_folds_to_the_tree(lanai_exe):
+    """Where every rank has a core (LANAI_CORES says so), a reduce whose
+    other contributions add up to more than 512 KiB (9 x 64 KiB here) goes
+    down the binomial tree rather than to the root's fold; smaller ones
+    still stage. Fewer reduces stage than on the same node crowded, and
+    every check of the program holds on both paths."""
+    nranks = 10
+    counts = {}
+    for cores in ("2", "64"):
+        env = {"LANAI_STATS": "1", "LANAI_CORES": cores, "LANAI_SPIN": "50"}
+        r = run_job(lanairun_argv(lanai_exe, nranks, 1), lanai_exe, env)
+        assert_passed(r, PROG)
+        assert_clean(r)
+        staged = harness.rank_stats(r.output, "staged reduces")
+        assert sorted(staged) == list(range(nranks)), r.tail()
+        assert all(n > 0 for n in staged.values()), r.tail()
+        counts[cores] = sum(staged.values())
+    assert counts["64"] < counts["2"], counts

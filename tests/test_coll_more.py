@@ -67,12 +67,21 @@ def test_allreduce_bits_do_not_depend_on_the_algorithm(bits_exe, nranks, nodes):
         algos.append("recursive_doubling")
     digests = {}
     for algo in algos:
-        r = harness.run_job(lanairun_argv(bits_exe, nranks, nodes), bits_exe, {"LANAI_ALLREDUCE": algo})
+        env = {"LANAI_ALLREDUCE": algo, "LANAI_STATS": "1"}
+        r = harness.run_job(lanairun_argv(bits_exe, nranks, nodes), bits_exe, env)
         harness.assert_passed(r, BITS)
         harness.assert_clean(r)
         lines = sorted(re.findall(r"^(DIGEST|HALF\d) (\w+)$", r.output, re.M))
         assert lines, r.tail()
         digests[algo] = lines
+        # auto stages the large ones through the shared slots on one node;
+        # a named algorithm, or a job across nodes, passes messages.
+        staged = harness.rank_stats(r.output, "staged allreduces")
+        assert sorted(staged) == list(range(nranks)), r.tail()
+        if algo == "auto" and nodes == 1:
+            assert all(n > 0 for n in staged.values()), r.tail()
+        else:
+            assert all(n == 0 for n in staged.values()), r.tail()
     first = digests["auto"]
     for algo, d in digests.items():
         assert d == first, f"{algo} gave {d}, auto gave {first}"
@@ -89,16 +98,24 @@ def _bits(exe, nranks, env, args=()):
 
 def _through_root(exe, nranks, args=()):
     """Crowded (LANAI_CORES=1) the allreduces above the device's data slots
-    are staged reduces to rank 0 and broadcasts; with a core per rank
-    (LANAI_CORES=64) the usual exchanges run. The bits must agree."""
+    and up to 64 KiB are staged reduces to rank 0 and broadcasts; with a
+    core per rank (LANAI_CORES=64) those from 16 KiB go through the staging
+    slots in chunks instead, as the larger ones do in both. The bits must
+    agree."""
     crowded, crowded_bits = _bits(exe, nranks, {"LANAI_CORES": "1"}, args)
     spread, spread_bits = _bits(exe, nranks, {"LANAI_CORES": "64", "LANAI_SPIN": "50"}, args)
     assert crowded_bits == spread_bits
-    staged = harness.rank_stats(crowded.output, "staged reduces")
-    assert sorted(staged) == list(range(nranks)), crowded.tail()
-    assert all(n > 0 for n in staged.values()), crowded.tail()
-    staged = harness.rank_stats(spread.output, "staged reduces")
-    assert all(n == 0 for n in staged.values()), spread.tail()
+    reduces = {}
+    for name, r in (("crowded", crowded), ("spread", spread)):
+        reduces[name] = harness.rank_stats(r.output, "staged reduces")
+        assert sorted(reduces[name]) == list(range(nranks)), r.tail()
+        chunked = harness.rank_stats(r.output, "staged allreduces")
+        assert sorted(chunked) == list(range(nranks)), r.tail()
+        assert all(n > 0 for n in chunked.values()), r.tail()
+    # The program's own staged reduces run in both; the allreduces through
+    # the root only crowded.
+    for rank in range(nranks):
+        assert reduces["crowded"][rank] > reduces["spread"][rank], (crowded.tail(), spread.tail())
 
 
 @pytest.mark.parametrize("nranks", [4, 8])

@@ -33,6 +33,7 @@ pub mod scan;
 pub mod scatter;
 mod schedule;
 pub mod sim;
+pub mod staged_allreduce;
 mod tree;
 
 pub use allgather::{Allgather, AllgatherAlgo, Allgatherv};

@@ -478,6 +478,11 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.staged_reduces,
     },
     Pvar {
+        name: "lanai_staged_allreduces",
+        desc: "Allreduces on a node that went through the staging slots in chunks",
+        read: |e| e.net.counters.staged_allreduces,
+    },
+    Pvar {
         name: "lanai_flat_reduces",
         desc: "Reduces across nodes sent straight to the root",
         read: |e| e.net.counters.flat_reduces,

@@ -17,6 +17,7 @@ use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
 use super::net::Net;
 use super::request::{Op, DONE};
+use super::staged_allreduce::{Poll, StagedOp};
 use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
@@ -81,6 +82,8 @@ enum Work {
         out: UserBuf,
         shape: ReduceTree,
     },
+    /// A large allreduce through the staging slots, every member alike.
+    Allreduce(Box<StagedOp>),
 }
 
 impl std::fmt::Debug for MailOp {
@@ -90,7 +93,10 @@ impl std::fmt::Debug for MailOp {
             .field("comm", &self.comm)
             .field(
                 "root",
-                &matches!(self.work, Work::Collect { .. } | Work::StagedCollect { .. }),
+                &matches!(
+                    self.work,
+                    Work::Collect { .. } | Work::StagedCollect { .. } | Work::Allreduce(_)
+                ),
             )
             .finish()
     }
@@ -277,6 +283,25 @@ impl Engine {
         Ok(Some(req))
     }
 
+    /// Runs staged allreduce `op` on channel `chan` of `comm` among the
+    /// mailbox ops, which share its slots and stamps.
+    pub(super) fn start_mail_allreduce(
+        &mut self,
+        comm: usize,
+        chan: usize,
+        op: StagedOp,
+    ) -> MpiResult<usize> {
+        let req = self.st.reqs.insert(Op::Coll);
+        self.st.colls.mail.push(MailOp {
+            req,
+            comm,
+            chan,
+            work: Work::Allreduce(Box::new(op)),
+        });
+        self.drive_mail()?;
+        Ok(req)
+    }
+
     /// Polls every mailbox reduce in flight. True if any moved on.
     pub(super) fn drive_mail(&mut self) -> MpiResult<bool> {
         let mut did = false;
@@ -368,7 +393,7 @@ fn folds_too_much(members: usize, len: usize) -> bool {
 fn root_of(work: &Work) -> Option<usize> {
     match work {
         Work::Post { post, .. } | Work::StagedPost { post, .. } => Some(post.root()),
-        Work::Collect { .. } | Work::StagedCollect { .. } => None,
+        Work::Collect { .. } | Work::StagedCollect { .. } | Work::Allreduce(_) => None,
     }
 }
 
@@ -402,6 +427,8 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
     };
     let w = dev.channel(op.chan);
     let (wires, free) = (setup.members(), &setup.free);
+    let op_chan = op.chan;
+    let me = wires.iter().position(|&m| m == setup.me()).unwrap_or(0);
     Ok(match &mut op.work {
         Work::Post { post, data } => posted(post.poll(&w, free, data.as_slice())),
         Work::StagedPost {
@@ -424,6 +451,16 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
         Work::Collect { collect, .. } | Work::StagedCollect { collect, .. } => {
             poll_collect(collect, &w, wires)
         }
+        Work::Allreduce(op) => match dev.stage(op_chan) {
+            Some(st) => match op.poll(st, wires, me) {
+                Poll::Waiting => Outcome::Waiting,
+                // Members waiting for this one's marks may go on.
+                Poll::Moved => Outcome::Took,
+                Poll::Done => Outcome::Collected,
+                Poll::Failed(e) => Outcome::Failed(e),
+            },
+            None => Outcome::Failed(MpiError::internal("staged allreduce lost its slots")),
+        },
     })
 }
 
@@ -483,6 +520,7 @@ fn finish_collect(
             Ok(spare) => (spare, Ok(())),
             Err(e) => (Vec::new(), Err(e)),
         },
+        (Outcome::Collected, Work::Allreduce(_)) => (Vec::new(), Ok(())),
         (
             Outcome::Collected,
             Work::StagedCollect {

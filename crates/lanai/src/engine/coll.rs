@@ -925,6 +925,10 @@ impl Engine {
             return Ok(req);
         }
         let op = if self.settings.algos.allreduce == AllreduceAlgo::Auto {
+            let op = match self.staged_allreduce(comm, data, out, op, blocking)? {
+                Ok(req) => return Ok(req),
+                Err(back) => back,
+            };
             match self.central_allreduce(comm, data, out, op, blocking)? {
                 Ok(req) => return Ok(req),
                 Err(back) => back,

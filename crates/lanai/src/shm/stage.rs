@@ -7,6 +7,11 @@
 //! contribution where it lies, then marks each slot done, which frees it.
 //! One copy on each non-root, none on the root, and no message.
 //!
+//! A large allreduce (`lanai_coll::staged_allreduce`) goes through the same
+//! slots in chunks. The length of each slot's chunk sits after the `done`
+//! words, and the allreduce's marks, one per slot, on a second line of the
+//! member's: only that member writes them.
+//!
 //! Slots belong to a channel, hence to one communicator, whose reduces
 //! every member calls in the same order: a full slot only ever waits for
 //! a reduce of its own communicator, as a mailbox slot does, never for
@@ -24,6 +29,8 @@
 //! member.
 
 use super::Segment;
+use lanai_coll::staged_allreduce::Mark;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Slots per member and channel: how many staged reduces a non-root may
@@ -41,16 +48,27 @@ const LINE: usize = 64;
 /// One member's slots on one channel.
 const MEMBER: usize = SLOTS * STAGE_MAX;
 
-/// One channel's area: every member's `done` line, then every member's
-/// slots.
+/// One channel's area: every member's two lines (`done` words and
+/// lengths, then allreduce marks), then every member's slots.
 fn channel_len(local_size: usize) -> usize {
-    (local_size * LINE).next_multiple_of(PAGE) + local_size * MEMBER
+    (local_size * MEMBER_LINES).next_multiple_of(PAGE) + local_size * MEMBER
 }
+
+/// Bytes of words per member: two lines.
+const MEMBER_LINES: usize = 2 * LINE;
 
 /// Channels' areas start on their own pages.
 const PAGE: usize = 4096;
 
-const _: () = assert!(SLOTS * 4 <= LINE && STAGE_MAX.is_multiple_of(PAGE));
+/// Where a member's per-slot allreduce lengths start, after its `done`
+/// words; its marks fill the next line, a word per mark and slot.
+const LENS: usize = SLOTS * 4;
+const MARKS: usize = LINE;
+const MARKS_END: usize = MARKS + 3 * SLOTS * 4;
+
+const _: () = assert!(LENS + SLOTS * 4 <= LINE && MARKS_END <= MEMBER_LINES);
+const _: () = assert!(STAGE_MAX.is_multiple_of(PAGE));
+const _: () = assert!(SLOTS == lanai_coll::staged_allreduce::SLOTS);
 
 /// Bytes the staging areas of `channels` channels need on a node of
 /// `local_size` ranks.
@@ -98,12 +116,12 @@ impl<'a> Stage<'a> {
     fn done_word(&self, i: usize, slot: usize) -> &AtomicU32 {
         let i = i.min(self.local_size - 1);
         self.seg
-            .atomic_u32(self.off + i * LINE + slot.min(SLOTS - 1) * 4)
+            .atomic_u32(self.off + i * MEMBER_LINES + slot.min(SLOTS - 1) * 4)
     }
 
     fn data(&self, i: usize, slot: usize) -> usize {
         let i = i.min(self.local_size - 1);
-        let slots = self.off + (self.local_size * LINE).next_multiple_of(PAGE);
+        let slots = self.off + (self.local_size * MEMBER_LINES).next_multiple_of(PAGE);
         slots + i * MEMBER + slot.min(SLOTS - 1) * STAGE_MAX
     }
 
@@ -140,6 +158,70 @@ impl<'a> Stage<'a> {
         unsafe { std::slice::from_raw_parts(self.seg.base().add(at), len) }
     }
 
+    fn mark_at(slot: usize, mark: Mark) -> usize {
+        MARKS + (mark as usize * SLOTS + slot.min(SLOTS - 1)) * 4
+    }
+
+    /// Member `i`'s latest stamp for allreduce `mark` in `slot`.
+    pub fn mark(&self, i: usize, slot: usize, mark: Mark) -> u32 {
+        self.line_word(i, Self::mark_at(slot, mark))
+            .load(Ordering::Acquire)
+    }
+
+    /// Member `i` publishes its allreduce `mark` in `slot` for chunk
+    /// `stamp`: the bytes it wrote before are seen by whoever sees it.
+    pub fn set_mark(&self, i: usize, slot: usize, mark: Mark, stamp: u32) {
+        self.line_word(i, Self::mark_at(slot, mark))
+            .store(stamp, Ordering::Release);
+    }
+
+    /// The allreduce length (low 32 bits) member `i` noted with the
+    /// chunk in its `slot`.
+    pub fn len_of(&self, i: usize, slot: usize) -> u32 {
+        self.line_word(i, LENS + slot.min(SLOTS - 1) * 4)
+            .load(Ordering::Acquire)
+    }
+
+    /// Member `i` notes its allreduce length beside `slot`, before the
+    /// mark that publishes the chunk there.
+    pub fn set_len(&self, i: usize, slot: usize, len: u32) {
+        self.line_word(i, LENS + slot.min(SLOTS - 1) * 4)
+            .store(len, Ordering::Relaxed);
+    }
+
+    fn line_word(&self, i: usize, at: usize) -> &AtomicU32 {
+        let i = i.min(self.local_size - 1);
+        self.seg.atomic_u32(self.off + i * MEMBER_LINES + at)
+    }
+
+    /// Bytes `range` of member `i`'s `slot`, read where they lie. Call
+    /// only while the allreduce marks say member `i` wrote them and will
+    /// not write them again before this rank's next mark.
+    pub fn bytes_at(&self, i: usize, slot: usize, range: Range<usize>) -> &[u8] {
+        let at = self.data(i, slot) + range.start;
+        assert!(
+            range.end <= STAGE_MAX
+                && range.start <= range.end
+                && at + range.len() <= self.seg.len()
+        );
+        // SAFETY: inside the mapping (checked). The owner wrote these bytes
+        // before the mark the caller acquired, and rewrites them only after
+        // the caller's own later mark; the caller drops the slice first.
+        unsafe { std::slice::from_raw_parts(self.seg.base().add(at), range.len()) }
+    }
+
+    /// Member `i` writes `data` at byte `pos` of its own `slot`.
+    pub fn write_at(&self, i: usize, slot: usize, pos: usize, data: &[u8]) {
+        let at = self.data(i, slot) + pos;
+        assert!(pos + data.len() <= STAGE_MAX && at + data.len() <= self.seg.len());
+        // SAFETY: inside the mapping (checked). Only member `i` writes its
+        // slots; no other member reads these bytes until the mark that
+        // follows this write (the allreduce's marks order it).
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.seg.base().add(at), data.len())
+        };
+    }
+
     /// The root is done with member `i`'s contribution `stamp` in `slot`:
     /// the slot is free again.
     pub fn release(&self, i: usize, slot: usize, stamp: u32) {
@@ -152,6 +234,9 @@ impl<'a> Stage<'a> {
         for i in 0..self.local_size {
             for slot in 0..SLOTS {
                 self.done_word(i, slot).store(0, Ordering::Relaxed);
+            }
+            for at in (LENS..LENS + SLOTS * 4).chain(MARKS..MARKS_END).step_by(4) {
+                self.line_word(i, at).store(0, Ordering::Relaxed);
             }
         }
     }
@@ -189,8 +274,27 @@ mod tests {
         );
         st.release(2, 1, 9);
         assert_eq!((st.done(2, 1), st.done(2, 0), other.done(2, 1)), (9, 0, 0));
+        st.set_mark(2, 3, Mark::Reduced, 7);
+        st.set_len(2, 3, 12345);
+        st.write_at(2, 3, 100, &[5; 8]);
+        assert_eq!(
+            st.bytes_at(2, 3, 98..110),
+            &[0, 0, 5, 5, 5, 5, 5, 5, 5, 5, 0, 0]
+        );
+        assert_eq!(
+            (
+                st.mark(2, 3, Mark::Staged),
+                st.mark(2, 3, Mark::Reduced),
+                st.mark(2, 2, Mark::Reduced),
+                st.len_of(2, 3),
+                st.len_of(2, 2)
+            ),
+            (0, 7, 0, 12345, 0)
+        );
+        assert_eq!(st.done(2, 1), 9, "marks sit beside the done words");
         st.settle();
         assert_eq!(st.done(2, 1), 0, "a new owner starts from scratch");
+        assert_eq!((st.mark(2, 3, Mark::Reduced), st.len_of(2, 3)), (0, 0));
     }
 
     #[test]

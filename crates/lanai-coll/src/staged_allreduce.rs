@@ -1,0 +1,630 @@
+//! A large allreduce among ranks that share a node, through staging slots
+//! in shared memory: no message, no system call, and every member folds
+//! its own share of the vector at the same time.
+//!
+//! The vector goes through in chunks of at most one staging slot. For
+//! chunk `k`, whose stamp is `first + k`:
+//! 1. every member copies its chunk into its slot `stamp % SLOTS` and
+//!    publishes its `Staged` mark;
+//! 2. once every member's chunk is in, member `p` folds part `p` of the
+//!    chunk (its share of the elements) from every slot, in binomial order,
+//!    into its receive buffer, copies that result over part `p` of its own
+//!    slot, and publishes `Reduced`;
+//! 3. once every member has reduced, each copies the others' parts into
+//!    its receive buffer and publishes `Finished`;
+//! 4. a member's slot is free again once every other member has finished
+//!    that chunk: it then stores the chunk's stamp in the slot's `done`
+//!    word, the same word through which staged reduces free their slots.
+//!
+//! A member stages ahead of the others, [`SLOTS`] chunks at most, so that
+//! copies and folds of neighbouring chunks overlap. Only a slot's owner
+//! writes it. A member reads another's slot between that member's
+//! `Staged` and its own `Finished` (part `p` in step 2, the owner's part
+//! in step 3), and the owner reuses the slot only after every `Finished`,
+//! so no read ever sees a slot being rewritten.
+//!
+//! Marks are kept per member and slot, and hold the stamp of the chunk
+//! they speak of, so they are compared for equality: a slot holds one
+//! chunk until every member is done with it, while the member's other
+//! slots may already carry a later allreduce, started before this one is
+//! over and polled in any order with it. The call completes once every
+//! chunk is retired: later staged reduces then find the slots free as
+//! they expect.
+//!
+//! As in [`crate::mailbox`], a poll makes single accesses to the wires,
+//! so a model can interleave members freely.
+
+use std::ops::Range;
+
+/// Staging slots per member, used in turn: how far a member stages ahead.
+pub const SLOTS: usize = 4;
+
+/// The marks each member publishes, in the order it passes them for one
+/// chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// The member's chunk is in its slot.
+    Staged,
+    /// The member's part of the chunk is folded, in its receive buffer and
+    /// over that part of its slot.
+    Reduced,
+    /// The member is done reading the other members' slots for the chunk.
+    Finished,
+}
+
+/// The shared words and bytes of one staged allreduce, seen from one
+/// member. Members are positions in the communicator. Mark loads acquire
+/// and mark stores release, so the bytes written before a mark are seen
+/// by whoever sees the mark.
+pub trait StagedWires {
+    /// The error a fold may give.
+    type Error;
+    /// Member `i`'s latest stamp for `mark` in `slot`.
+    fn mark(&self, i: usize, slot: usize, mark: Mark) -> u32;
+    /// Publishes this member's `mark` in `slot` for chunk `stamp`.
+    fn set_mark(&self, slot: usize, mark: Mark, stamp: u32);
+    /// The total length member `i` published with its chunk in `slot`.
+    fn len_of(&self, i: usize, slot: usize) -> u32;
+    /// The stamp of the last use of this member's `slot` that is over.
+    fn done(&self, slot: usize) -> u32;
+    /// This member's `slot` is free after use `stamp`.
+    fn release(&self, slot: usize, stamp: u32);
+    /// Copies bytes `chunk` of this member's contribution into its `slot`,
+    /// and notes the total length (low 32 bits) beside the slot. Per slot,
+    /// since a member may stage a later allreduce in its other slots
+    /// before the others have folded its last chunk of this one.
+    fn stage(&self, slot: usize, chunk: Range<usize>);
+    /// Folds bytes `part` (relative to the chunk) of every member's `slot`
+    /// into bytes `chunk.start + part` of the receive buffer, in binomial
+    /// order over the members, then copies the result over `part` of this
+    /// member's slot.
+    fn fold(
+        &mut self,
+        slot: usize,
+        chunk: Range<usize>,
+        part: Range<usize>,
+    ) -> Result<(), Self::Error>;
+    /// Copies bytes `part` of member `i`'s `slot` into bytes
+    /// `chunk.start + part` of the receive buffer.
+    fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>);
+}
+
+/// What a poll found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress<E> {
+    /// Nothing moved: the member waits for the others.
+    Waiting,
+    /// Something moved: members waiting for this one may go on.
+    Moved,
+    /// Every chunk is folded, gathered and retired.
+    Done,
+    /// A fold failed, or members disagree about the length.
+    Failed(StagedError<E>),
+}
+
+/// Why a staged allreduce failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StagedError<E> {
+    /// Member `member` contributes `got` bytes (low 32 bits), this one `want`.
+    LengthMismatch {
+        member: usize,
+        got: u32,
+        want: u32,
+    },
+    Fold(E),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for StagedError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StagedError::LengthMismatch { member, got, want } => write!(
+                f,
+                "rank {member} contributed {got} bytes to the allreduce, this rank {want}"
+            ),
+            StagedError::Fold(e) => e.fmt(f),
+        }
+    }
+}
+
+/// One member's staged allreduce.
+#[derive(Debug, Clone)]
+pub struct StagedAllreduce {
+    me: usize,
+    members: usize,
+    len: usize,
+    chunk: usize,
+    elem: usize,
+    first: u32,
+    /// Per slot, the stamp of its last use before this allreduce.
+    after: [u32; SLOTS],
+    staged: usize,
+    reduced: usize,
+    gathered: usize,
+    retired: usize,
+}
+
+impl StagedAllreduce {
+    /// Member `me` of `members` reduces `len` bytes of `elem`-byte elements
+    /// in chunks of at most `slot_len` bytes, stamped from `first`. `after`
+    /// holds, per slot, the stamp of its last use so far (0 for none).
+    pub fn new(
+        me: usize,
+        members: usize,
+        len: usize,
+        elem: usize,
+        slot_len: usize,
+        first: u32,
+        after: [u32; SLOTS],
+    ) -> Self {
+        let elem = elem.max(1);
+        let chunk = (slot_len / elem).max(1) * elem;
+        Self {
+            me,
+            members,
+            len,
+            chunk,
+            elem,
+            first,
+            after,
+            staged: 0,
+            reduced: 0,
+            gathered: 0,
+            retired: 0,
+        }
+    }
+
+    /// Chunks the vector takes, hence stamps this allreduce uses.
+    pub fn chunks(&self) -> usize {
+        self.len.div_ceil(self.chunk)
+    }
+
+    /// Chunks the vector of `len` bytes takes.
+    pub fn chunks_for(len: usize, elem: usize, slot_len: usize) -> usize {
+        let elem = elem.max(1);
+        len.div_ceil((slot_len / elem).max(1) * elem)
+    }
+
+    fn stamp(&self, k: usize) -> u32 {
+        self.first.wrapping_add(k as u32)
+    }
+
+    fn slot(&self, k: usize) -> usize {
+        self.stamp(k) as usize % SLOTS
+    }
+
+    /// The stamp of chunk `k`'s slot's previous use, which must be over.
+    fn before(&self, k: usize) -> u32 {
+        if k >= SLOTS {
+            self.stamp(k - SLOTS)
+        } else {
+            self.after[self.slot(k)]
+        }
+    }
+
+    fn bytes(&self, k: usize) -> Range<usize> {
+        let start = k * self.chunk;
+        start..(start + self.chunk).min(self.len)
+    }
+
+    /// Member `p`'s share of a chunk of `len` bytes, relative to the
+    /// chunk: whole elements, spread as evenly as they go.
+    pub fn part(&self, p: usize, len: usize) -> Range<usize> {
+        let elems = len / self.elem;
+        let at = |q: usize| q * elems / self.members * self.elem;
+        at(p)..if p + 1 == self.members {
+            len
+        } else {
+            at(p + 1)
+        }
+    }
+
+    /// The stamp of the last chunk that used each slot, for the uses after
+    /// this allreduce; slots it did not use keep `after`'s.
+    pub fn last_uses(&self) -> [u32; SLOTS] {
+        let mut last = self.after;
+        for k in self.chunks().saturating_sub(SLOTS)..self.chunks() {
+            last[self.slot(k)] = self.stamp(k);
+        }
+        last
+    }
+
+    /// Whether every other member has passed `mark` for chunk `k`.
+    fn all_others(&self, w: &impl StagedWires, mark: Mark, k: usize) -> bool {
+        let (slot, stamp) = (self.slot(k), self.stamp(k));
+        (0..self.members).all(|i| i == self.me || w.mark(i, slot, mark) == stamp)
+    }
+
+    /// Moves on as far as the wires allow.
+    pub fn poll<W: StagedWires>(&mut self, w: &mut W) -> Progress<W::Error> {
+        let n = self.chunks();
+        let mut moved = false;
+        loop {
+            let mut step = false;
+            if self.retired < self.gathered && self.all_others(w, Mark::Finished, self.retired) {
+                w.release(self.slot(self.retired), self.stamp(self.retired));
+                self.retired += 1;
+                step = true;
+            }
+            if self.staged < n && w.done(self.slot(self.staged)) == self.before(self.staged) {
+                let k = self.staged;
+                w.stage(self.slot(k), self.bytes(k));
+                w.set_mark(self.slot(k), Mark::Staged, self.stamp(k));
+                self.staged += 1;
+                step = true;
+            }
+            if self.reduced < self.staged && self.all_others(w, Mark::Staged, self.reduced) {
+                let k = self.reduced;
+                let (want, slot) = (self.len as u32, self.slot(k));
+                let bad = (0..self.members).find(|&i| i != self.me && w.len_of(i, slot) != want);
+                if let Some(member) = bad {
+                    return Progress::Failed(StagedError::LengthMismatch {
+                        member,
+                        got: w.len_of(member, slot),
+                        want,
+                    });
+                }
+                let bytes = self.bytes(k);
+                let part = self.part(self.me, bytes.len());
+                if let Err(e) = w.fold(slot, bytes, part) {
+                    return Progress::Failed(StagedError::Fold(e));
+                }
+                w.set_mark(slot, Mark::Reduced, self.stamp(k));
+                self.reduced += 1;
+                step = true;
+            }
+            if self.gathered < self.reduced && self.all_others(w, Mark::Reduced, self.gathered) {
+                let k = self.gathered;
+                let bytes = self.bytes(k);
+                for i in (0..self.members).filter(|&i| i != self.me) {
+                    w.gather(i, self.slot(k), bytes.clone(), self.part(i, bytes.len()));
+                }
+                w.set_mark(self.slot(k), Mark::Finished, self.stamp(k));
+                self.gathered += 1;
+                step = true;
+            }
+            if self.retired == n {
+                return Progress::Done;
+            }
+            if !step {
+                return if moved {
+                    Progress::Moved
+                } else {
+                    Progress::Waiting
+                };
+            }
+            moved = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Every member's wires in one place: marks, slots, lengths, `done`
+    /// words, as plain memory; each member's contributions and receive
+    /// buffers per allreduce. Each access is one step a scheduler may
+    /// interleave with other members'.
+    struct Node {
+        marks: RefCell<Vec<[[u32; 3]; SLOTS]>>,
+        lens: RefCell<Vec<[u32; SLOTS]>>,
+        done: RefCell<Vec<[u32; SLOTS]>>,
+        slots: RefCell<Vec<Vec<Vec<u8>>>>,
+        slot_len: usize,
+    }
+
+    impl Node {
+        fn new(n: usize, slot_len: usize) -> Self {
+            Self {
+                marks: RefCell::new(vec![[[0; 3]; SLOTS]; n]),
+                lens: RefCell::new(vec![[0; SLOTS]; n]),
+                done: RefCell::new(vec![[0; SLOTS]; n]),
+                slots: RefCell::new(vec![vec![vec![0xEE; slot_len]; SLOTS]; n]),
+                slot_len,
+            }
+        }
+    }
+
+    /// One member's view, for one of its allreduces.
+    struct View<'a> {
+        node: &'a Node,
+        me: usize,
+        input: &'a [u8],
+        out: &'a RefCell<Vec<u8>>,
+    }
+
+    impl StagedWires for View<'_> {
+        type Error = String;
+        fn mark(&self, i: usize, slot: usize, mark: Mark) -> u32 {
+            self.node.marks.borrow()[i][slot][mark as usize]
+        }
+        fn set_mark(&self, slot: usize, mark: Mark, stamp: u32) {
+            self.node.marks.borrow_mut()[self.me][slot][mark as usize] = stamp;
+        }
+        fn len_of(&self, i: usize, slot: usize) -> u32 {
+            self.node.lens.borrow()[i][slot]
+        }
+        fn done(&self, slot: usize) -> u32 {
+            self.node.done.borrow()[self.me][slot]
+        }
+        fn release(&self, slot: usize, stamp: u32) {
+            self.node.done.borrow_mut()[self.me][slot] = stamp;
+        }
+        fn stage(&self, slot: usize, chunk: Range<usize>) {
+            self.node.lens.borrow_mut()[self.me][slot] = self.input.len() as u32;
+            let src = &self.input[chunk.clone()];
+            let mut slots = self.node.slots.borrow_mut();
+            let dst = &mut slots[self.me][slot];
+            assert!(chunk.len() <= self.node.slot_len);
+            dst[..src.len()].copy_from_slice(src);
+            // What the slot held past the chunk is stale: poison it.
+            dst[src.len()..].fill(0xEE);
+        }
+        fn fold(
+            &mut self,
+            slot: usize,
+            chunk: Range<usize>,
+            part: Range<usize>,
+        ) -> Result<(), String> {
+            let slots = self.node.slots.borrow();
+            // Wrapping byte sums, folded in member order: any grouping of a
+            // commutative, associative sum gives the same bytes.
+            let mut acc = vec![0u8; part.len()];
+            for s in slots.iter() {
+                for (a, b) in acc.iter_mut().zip(&s[slot][part.clone()]) {
+                    *a = a.wrapping_add(*b);
+                }
+            }
+            drop(slots);
+            let at = chunk.start + part.start;
+            self.out.borrow_mut()[at..at + part.len()].copy_from_slice(&acc);
+            self.node.slots.borrow_mut()[self.me][slot][part].copy_from_slice(&acc);
+            Ok(())
+        }
+        fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>) {
+            let at = chunk.start + part.start;
+            let src = self.node.slots.borrow()[i][slot][part.clone()].to_vec();
+            self.out.borrow_mut()[at..at + part.len()].copy_from_slice(&src);
+        }
+    }
+
+    fn expected(inputs: &[Vec<u8>]) -> Vec<u8> {
+        let mut sum = vec![0u8; inputs[0].len()];
+        for v in inputs {
+            for (a, b) in sum.iter_mut().zip(v) {
+                *a = a.wrapping_add(*b);
+            }
+        }
+        sum
+    }
+
+    /// A small deterministic generator (xorshift), so runs are replayable
+    /// from their seed.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// One member's allreduce in flight in the model.
+    struct Live {
+        round: usize,
+        m: StagedAllreduce,
+        out: RefCell<Vec<u8>>,
+    }
+
+    /// Runs one allreduce per entry of `lens` over `n` members, in
+    /// elements of `elem` bytes. The scheduler, by `seed`, picks which
+    /// member polls, and which of its allreduces: each member starts up to
+    /// `ahead` of them before the first is over, as nonblocking calls do,
+    /// and polls them in any order, so members run into later allreduces
+    /// on their other slots. Every member must get every sum, and leave
+    /// every slot free.
+    fn run(n: usize, lens: &[usize], elem: usize, slot_len: usize, ahead: usize, seed: u64) {
+        let mut rng = Rng(seed.max(1));
+        let inputs: Vec<Vec<Vec<u8>>> = lens
+            .iter()
+            .enumerate()
+            .map(|(r, &len)| {
+                (0..n)
+                    .map(|i| (0..len).map(|b| (b * 31 + i * 7 + r * 13) as u8).collect())
+                    .collect()
+            })
+            .collect();
+        let node = Node::new(n, slot_len);
+        // Per member: the next round to start, the stamp and slot uses it
+        // starts from, and the allreduces in flight.
+        let mut next = vec![0usize; n];
+        let mut first = vec![1u32; n];
+        let mut after = vec![[0u32; SLOTS]; n];
+        let mut live: Vec<Vec<Live>> = (0..n).map(|_| Vec::new()).collect();
+        let mut over = vec![0usize; n];
+        let mut steps = 0u64;
+        while over.iter().any(|&o| o < lens.len()) {
+            steps += 1;
+            assert!(steps < 10_000_000, "seed {seed}: no progress, a deadlock");
+            let i = (rng.next() % n as u64) as usize;
+            if next[i] < lens.len() && live[i].len() < ahead && rng.next() % 2 == 0 {
+                let r = next[i];
+                let m = StagedAllreduce::new(i, n, lens[r], elem, slot_len, first[i], after[i]);
+                first[i] = first[i].wrapping_add(m.chunks() as u32);
+                after[i] = m.last_uses();
+                live[i].push(Live {
+                    round: r,
+                    m,
+                    out: RefCell::new(vec![0; lens[r]]),
+                });
+                next[i] += 1;
+                continue;
+            }
+            if live[i].is_empty() {
+                continue;
+            }
+            let j = (rng.next() % live[i].len() as u64) as usize;
+            let l = &mut live[i][j];
+            let mut view = View {
+                node: &node,
+                me: i,
+                input: &inputs[l.round][i],
+                out: &l.out,
+            };
+            match l.m.poll(&mut view) {
+                Progress::Done => {
+                    let l = live[i].remove(j);
+                    assert_eq!(
+                        *l.out.borrow(),
+                        expected(&inputs[l.round]),
+                        "seed {seed}: member {i}, round {}",
+                        l.round
+                    );
+                    over[i] += 1;
+                }
+                Progress::Failed(e) => panic!("seed {seed}: {e:?}"),
+                Progress::Waiting | Progress::Moved => {}
+            }
+        }
+        // Every slot that was used is free, as a staged reduce expects.
+        for (i, a) in after.iter().enumerate() {
+            assert_eq!(&node.done.borrow()[i], a, "seed {seed}: member {i}");
+        }
+    }
+
+    #[test]
+    fn every_interleaving_sampled_gives_the_sum_on_every_member() {
+        for seed in 1..200 {
+            let n = 2 + (seed as usize % 4);
+            let len = 1000 + seed as usize * 37;
+            run(n, &[len, len, len], 4, 64, 1, seed);
+        }
+    }
+
+    #[test]
+    fn allreduces_in_flight_together_of_different_lengths() {
+        for seed in 1..300 {
+            let n = 2 + (seed as usize % 4);
+            let lens = [64, 900 + seed as usize, 128, 8, 577, 64 * 9];
+            run(n, &lens, 1, 64, 1 + seed as usize % 3, seed);
+        }
+    }
+
+    #[test]
+    fn chunks_fewer_than_slots_and_parts_empty_for_some_members() {
+        for seed in 1..50 {
+            // 3 elements over 5 members: two members fold nothing.
+            run(5, &[12; 4], 4, 64, 2, seed);
+            // One chunk, one slot used per round.
+            run(3, &[40; 5], 8, 64, 1, seed + 1000);
+        }
+    }
+
+    #[test]
+    fn chunks_hold_whole_elements() {
+        let m = StagedAllreduce::new(0, 3, 1000, 12, 64, 1, [0; SLOTS]);
+        assert_eq!(m.chunks(), 1000usize.div_ceil(60));
+        assert_eq!(StagedAllreduce::chunks_for(1000, 12, 64), m.chunks());
+        for len in [60, 24, 12, 0] {
+            let parts: Vec<_> = (0..3).map(|p| m.part(p, len)).collect();
+            assert_eq!(parts[0].start, 0);
+            assert_eq!(parts[2].end, len);
+            for w in parts.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert_eq!(w[0].end % 12, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn stamps_wrap() {
+        let n = 3;
+        let first = u32::MAX - 5;
+        let inputs: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8 + 1; 700]).collect();
+        let node = Node::new(n, 64);
+        let before = [first.wrapping_sub(4); SLOTS];
+        for i in 0..n {
+            node.done.borrow_mut()[i] = before;
+        }
+        let mut ms: Vec<_> = (0..n)
+            .map(|i| StagedAllreduce::new(i, n, 700, 1, 64, first, before))
+            .collect();
+        let outs: Vec<RefCell<Vec<u8>>> = (0..n).map(|_| RefCell::new(vec![0; 700])).collect();
+        let mut rng = Rng(7);
+        let mut done = vec![false; n];
+        for _ in 0..1_000_000 {
+            let i = (rng.next() % n as u64) as usize;
+            if !done[i] {
+                let mut v = View {
+                    node: &node,
+                    me: i,
+                    input: &inputs[i],
+                    out: &outs[i],
+                };
+                done[i] = ms[i].poll(&mut v) == Progress::Done;
+            }
+            if done.iter().all(|&d| d) {
+                break;
+            }
+        }
+        assert!(done.iter().all(|&d| d));
+        for out in &outs {
+            assert_eq!(*out.borrow(), expected(&inputs));
+        }
+    }
+
+    #[test]
+    fn members_that_disagree_on_the_length_fail_at_the_first_fold() {
+        let node = Node::new(2, 64);
+        let (ia, ib) = (vec![1u8; 100], vec![2u8; 90]);
+        let (oa, ob) = (RefCell::new(vec![0; 100]), RefCell::new(vec![0; 90]));
+        let mut a = StagedAllreduce::new(0, 2, 100, 1, 64, 1, [0; SLOTS]);
+        let mut b = StagedAllreduce::new(1, 2, 90, 1, 64, 1, [0; SLOTS]);
+        let va = || View {
+            node: &node,
+            me: 0,
+            input: &ia,
+            out: &oa,
+        };
+        let vb = || View {
+            node: &node,
+            me: 1,
+            input: &ib,
+            out: &ob,
+        };
+        let _ = a.poll(&mut va());
+        assert_eq!(
+            b.poll(&mut vb()),
+            Progress::Failed(StagedError::LengthMismatch {
+                member: 0,
+                got: 100,
+                want: 90
+            })
+        );
+        let ra = a.poll(&mut va());
+        assert!(matches!(
+            ra,
+            Progress::Failed(StagedError::LengthMismatch { member: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_member_waits_without_moving_until_the_others_stage() {
+        let node = Node::new(2, 64);
+        let (input, out) = (vec![1u8; 300], RefCell::new(vec![0; 300]));
+        let mut a = StagedAllreduce::new(0, 2, 300, 1, 64, 1, [0; SLOTS]);
+        let mut v = View {
+            node: &node,
+            me: 0,
+            input: &input,
+            out: &out,
+        };
+        assert_eq!(a.poll(&mut v), Progress::Moved);
+        // Four slots staged, nothing more until member 1 moves.
+        let staged: Vec<u32> = node.marks.borrow()[0].iter().map(|m| m[0]).collect();
+        assert_eq!(staged, [4, 1, 2, 3]);
+        assert_eq!(a.poll(&mut v), Progress::Waiting);
+    }
+}

@@ -42,10 +42,15 @@ def test_staged_reduces(lanai_exe, nranks, nodes):
     assert_clean(r)
     staged = harness.rank_stats(r.output, "staged reduces")
     assert sorted(staged) == list(range(nranks)), r.tail()
+    # Above 64 KiB on one node the reduces go in chunks through the slots.
+    chunked = harness.rank_stats(r.output, "chunked reduces")
+    assert sorted(chunked) == list(range(nranks)), r.tail()
     if nodes == 1 and nranks > 1:
         assert all(n > 0 for n in staged.values()), r.tail()
+        assert all(n > 0 for n in chunked.values()), r.tail()
     else:
         assert all(n == 0 for n in staged.values()), r.tail()
+        assert all(n == 0 for n in chunked.values()), r.tail()
     # Across nodes, reduces of up to 1 KiB go flat (more than 2 ranks):
     # the program's bitwise checks then hold for that path too.
     flat = harness.rank_stats(r.output, "flat reduces")
@@ -64,7 +69,7 @@ def test_tree_reduces_give_the_same_results(lanai_exe, nranks, nodes):
                 {"LANAI_STATS": "1", "LANAI_REDUCE": "binomial"})
     assert_passed(r, PROG)
     assert_clean(r)
-    for field in ("staged reduces", "flat reduces"):
+    for field in ("staged reduces", "chunked reduces", "flat reduces"):
         counts = harness.rank_stats(r.output, field)
         assert sorted(counts) == list(range(nranks)), r.tail()
         assert all(n == 0 for n in counts.values()), r.tail()
@@ -98,14 +103,15 @@ def test_program_itself_on_mpich(mpich_exe):
     harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["1"], on_lanai=False)
 
 
-def test_ranks_with_cores_leave_large_folds_to_the_tree(lanai_exe):
+def test_ranks_with_cores_leave_large_folds_to_the_chunks(lanai_exe):
     """Where every rank has a core (LANAI_CORES says so), a reduce whose
-    other contributions add up to more than 512 KiB (9 x 64 KiB here) goes
-    down the binomial tree rather than to the root's fold; smaller ones
-    still stage. Fewer reduces stage than on the same node crowded, and
-    every check of the program holds on both paths."""
+    other contributions add up to more than 512 KiB (9 x 64 KiB here)
+    goes through the slots in chunks, every rank folding a share, rather
+    than to the root's fold alone; smaller ones still stage. Fewer reduces
+    stage than on the same node crowded, more go in chunks, and every
+    check of the program holds on both paths."""
     nranks = 10
-    counts = {}
+    counts, chunks = {}, {}
     for cores in ("2", "64"):
         env = {"LANAI_STATS": "1", "LANAI_CORES": cores, "LANAI_SPIN": "50"}
         r = run_job(lanairun_argv(lanai_exe, nranks, 1), lanai_exe, env)
@@ -115,4 +121,6 @@ def test_ranks_with_cores_leave_large_folds_to_the_tree(lanai_exe):
         assert sorted(staged) == list(range(nranks)), r.tail()
         assert all(n > 0 for n in staged.values()), r.tail()
         counts[cores] = sum(staged.values())
+        chunks[cores] = sum(harness.rank_stats(r.output, "chunked reduces").values())
     assert counts["64"] < counts["2"], counts
+    assert chunks["64"] > chunks["2"], chunks

@@ -1,6 +1,8 @@
 /* Medium reduces, the sizes Lanai stages on a node (from 56 bytes to
  * 64 KiB: each non-root copies its contribution into a staging slot and
- * the root folds them all where they lie), and the sizes on either side.
+ * the root folds them all where they lie), the sizes on either side, and
+ * larger ones (in chunks through the same slots, every rank folding a
+ * share).
  * Checked against values computed here:
  *  - float sums whose bits depend on the grouping, against the binomial
  *    fold of every rank's contribution done here, so the staged path must
@@ -15,9 +17,9 @@
  * usage: reduce_staged [rounds] */
 #include "lt.h"
 
-static const int dcounts[] = {1, 6, 7, 8, 100, 2048, 8191, 8192, 8193};
+static const int dcounts[] = {1, 6, 7, 8, 100, 2048, 8191, 8192, 8193, 40000};
 #define NDC ((int)(sizeof(dcounts) / sizeof(dcounts[0])))
-static const int bcounts[] = {55, 56, 57, 4096, 65535, 65536, 65537};
+static const int bcounts[] = {55, 56, 57, 4096, 65535, 65536, 65537, 300001};
 #define NBC ((int)(sizeof(bcounts) / sizeof(bcounts[0])))
 
 static double fval(int rank, int i, int round)
@@ -70,7 +72,7 @@ static void floats(MPI_Comm comm, int round)
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    double *in = malloc(sizeof(double) * 8193), *out = malloc(sizeof(double) * 8193);
+    double *in = malloc(sizeof(double) * 40000), *out = malloc(sizeof(double) * 40000);
     double *x = malloc(sizeof(double) * size);
     for (int z = 0; z < NDC; z++) {
         int n = dcounts[z], root = (round + z) % size;
@@ -98,7 +100,7 @@ static void bytes(MPI_Comm comm, int round)
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    unsigned char *in = malloc(65537), *out = malloc(65537);
+    unsigned char *in = malloc(300001), *out = malloc(300001);
     for (int z = 0; z < NBC; z++) {
         int n = bcounts[z];
         for (int root = 0; root < size; root++) {
@@ -132,7 +134,9 @@ static void user_ops(MPI_Comm comm, MPI_Op op, MPI_Datatype vec)
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    int n = 4000; /* 64000 bytes of affines: staged */
+    /* 64000 bytes of affines: staged; 192000: in chunks. */
+    for (int pass = 0; pass < 2; pass++) {
+    int n = pass ? 12000 : 4000;
     affine *in = malloc(sizeof(affine) * 2 * n), *out = malloc(sizeof(affine) * 2 * n);
     for (int i = 0; i < 2 * n; i++)
         in[i] = aval(rank, i);
@@ -175,6 +179,7 @@ static void user_ops(MPI_Comm comm, MPI_Op op, MPI_Datatype vec)
     }
     free(in);
     free(out);
+    }
 }
 
 static void in_flight(MPI_Comm comm)

@@ -16,6 +16,10 @@
 //!    that chunk: it then stores the chunk's stamp in the slot's `done`
 //!    word, the same word through which staged reduces free their slots.
 //!
+//! A reduce to one root is the same with step 3 left to the root: the
+//! other members mark each chunk finished as soon as they have folded
+//! their share, since they read nothing after that.
+//!
 //! A member stages ahead of the others, [`SLOTS`] chunks at most, so that
 //! copies and folds of neighbouring chunks overlap. Only a slot's owner
 //! writes it. A member reads another's slot between that member's
@@ -73,16 +77,17 @@ pub trait StagedWires {
     /// and notes the total length (low 32 bits) beside the slot. Per slot,
     /// since a member may stage a later allreduce in its other slots
     /// before the others have folded its last chunk of this one.
-    fn stage(&self, slot: usize, chunk: Range<usize>);
+    fn stage(&mut self, slot: usize, chunk: Range<usize>);
     /// Folds bytes `part` (relative to the chunk) of every member's `slot`
     /// into bytes `chunk.start + part` of the receive buffer, in binomial
-    /// order over the members, then copies the result over `part` of this
-    /// member's slot.
+    /// order over the members, then, with `publish`, copies the result
+    /// over `part` of this member's slot for the others to gather.
     fn fold(
         &mut self,
         slot: usize,
         chunk: Range<usize>,
         part: Range<usize>,
+        publish: bool,
     ) -> Result<(), Self::Error>;
     /// Copies bytes `part` of member `i`'s `slot` into bytes
     /// `chunk.start + part` of the receive buffer.
@@ -137,6 +142,8 @@ pub struct StagedAllreduce {
     first: u32,
     /// Per slot, the stamp of its last use before this allreduce.
     after: [u32; SLOTS],
+    /// The member that gathers the result; `None`: every member.
+    root: Option<usize>,
     staged: usize,
     reduced: usize,
     gathered: usize,
@@ -166,11 +173,22 @@ impl StagedAllreduce {
             elem,
             first,
             after,
+            root: None,
             staged: 0,
             reduced: 0,
             gathered: 0,
             retired: 0,
         }
+    }
+
+    /// Makes this a reduce whose result only member `root` gathers.
+    pub fn to_root(mut self, root: usize) -> Self {
+        self.root = Some(root);
+        self
+    }
+
+    fn gathers(&self) -> bool {
+        self.root.map_or(true, |r| r == self.me)
     }
 
     /// Chunks the vector takes, hence stamps this allreduce uses.
@@ -265,18 +283,24 @@ impl StagedAllreduce {
                 }
                 let bytes = self.bytes(k);
                 let part = self.part(self.me, bytes.len());
-                if let Err(e) = w.fold(slot, bytes, part) {
+                // A reduce's root gathers from the others; nobody from it.
+                let publish = self.root != Some(self.me);
+                if let Err(e) = w.fold(slot, bytes, part, publish) {
                     return Progress::Failed(StagedError::Fold(e));
                 }
                 w.set_mark(slot, Mark::Reduced, self.stamp(k));
                 self.reduced += 1;
                 step = true;
             }
-            if self.gathered < self.reduced && self.all_others(w, Mark::Reduced, self.gathered) {
+            if self.gathered < self.reduced
+                && (!self.gathers() || self.all_others(w, Mark::Reduced, self.gathered))
+            {
                 let k = self.gathered;
                 let bytes = self.bytes(k);
-                for i in (0..self.members).filter(|&i| i != self.me) {
-                    w.gather(i, self.slot(k), bytes.clone(), self.part(i, bytes.len()));
+                if self.gathers() {
+                    for i in (0..self.members).filter(|&i| i != self.me) {
+                        w.gather(i, self.slot(k), bytes.clone(), self.part(i, bytes.len()));
+                    }
                 }
                 w.set_mark(self.slot(k), Mark::Finished, self.stamp(k));
                 self.gathered += 1;
@@ -332,6 +356,9 @@ mod tests {
         me: usize,
         input: &'a [u8],
         out: &'a RefCell<Vec<u8>>,
+        /// False on a reduce's non-root: its folds go to the slot alone,
+        /// so any byte in its receive buffer came from a gather.
+        keeps: bool,
     }
 
     impl StagedWires for View<'_> {
@@ -351,7 +378,7 @@ mod tests {
         fn release(&self, slot: usize, stamp: u32) {
             self.node.done.borrow_mut()[self.me][slot] = stamp;
         }
-        fn stage(&self, slot: usize, chunk: Range<usize>) {
+        fn stage(&mut self, slot: usize, chunk: Range<usize>) {
             self.node.lens.borrow_mut()[self.me][slot] = self.input.len() as u32;
             let src = &self.input[chunk.clone()];
             let mut slots = self.node.slots.borrow_mut();
@@ -366,6 +393,7 @@ mod tests {
             slot: usize,
             chunk: Range<usize>,
             part: Range<usize>,
+            publish: bool,
         ) -> Result<(), String> {
             let slots = self.node.slots.borrow();
             // Wrapping byte sums, folded in member order: any grouping of a
@@ -378,8 +406,16 @@ mod tests {
             }
             drop(slots);
             let at = chunk.start + part.start;
-            self.out.borrow_mut()[at..at + part.len()].copy_from_slice(&acc);
-            self.node.slots.borrow_mut()[self.me][slot][part].copy_from_slice(&acc);
+            if self.keeps {
+                self.out.borrow_mut()[at..at + part.len()].copy_from_slice(&acc);
+            }
+            let mut slots = self.node.slots.borrow_mut();
+            if publish {
+                slots[self.me][slot][part].copy_from_slice(&acc);
+            } else {
+                // Unpublished: poison it, so that a gather from it shows.
+                slots[self.me][slot][part].fill(0xEE);
+            }
             Ok(())
         }
         fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>) {
@@ -426,6 +462,22 @@ mod tests {
     /// on their other slots. Every member must get every sum, and leave
     /// every slot free.
     fn run(n: usize, lens: &[usize], elem: usize, slot_len: usize, ahead: usize, seed: u64) {
+        run_to(n, lens, elem, slot_len, ahead, seed, None)
+    }
+
+    /// [`run`], or with `root`, reduces of every other round to the member
+    /// `root` of that round (`round % n`); only that member's result is
+    /// checked, and the others' receive buffers must stay untouched.
+    fn run_to(
+        n: usize,
+        lens: &[usize],
+        elem: usize,
+        slot_len: usize,
+        ahead: usize,
+        seed: u64,
+        root: Option<()>,
+    ) {
+        let root_of = |r: usize| root.and((r % 2 == 1).then_some(r % n));
         let mut rng = Rng(seed.max(1));
         let inputs: Vec<Vec<Vec<u8>>> = lens
             .iter()
@@ -451,7 +503,10 @@ mod tests {
             let i = (rng.next() % n as u64) as usize;
             if next[i] < lens.len() && live[i].len() < ahead && rng.next() % 2 == 0 {
                 let r = next[i];
-                let m = StagedAllreduce::new(i, n, lens[r], elem, slot_len, first[i], after[i]);
+                let mut m = StagedAllreduce::new(i, n, lens[r], elem, slot_len, first[i], after[i]);
+                if let Some(to) = root_of(r) {
+                    m = m.to_root(to);
+                }
                 first[i] = first[i].wrapping_add(m.chunks() as u32);
                 after[i] = m.last_uses();
                 live[i].push(Live {
@@ -472,13 +527,18 @@ mod tests {
                 me: i,
                 input: &inputs[l.round][i],
                 out: &l.out,
+                keeps: root_of(l.round).map_or(true, |to| to == i),
             };
             match l.m.poll(&mut view) {
                 Progress::Done => {
                     let l = live[i].remove(j);
+                    let want = match root_of(l.round) {
+                        Some(to) if to != i => vec![0; lens[l.round]],
+                        _ => expected(&inputs[l.round]),
+                    };
                     assert_eq!(
                         *l.out.borrow(),
-                        expected(&inputs[l.round]),
+                        want,
                         "seed {seed}: member {i}, round {}",
                         l.round
                     );
@@ -509,6 +569,15 @@ mod tests {
             let n = 2 + (seed as usize % 4);
             let lens = [64, 900 + seed as usize, 128, 8, 577, 64 * 9];
             run(n, &lens, 1, 64, 1 + seed as usize % 3, seed);
+        }
+    }
+
+    #[test]
+    fn reduces_to_a_root_between_allreduces() {
+        for seed in 1..300 {
+            let n = 2 + (seed as usize % 4);
+            let lens = [640, 900 + seed as usize, 64 * 5, 8, 577, 64 * 9];
+            run_to(n, &lens, 1, 64, 1 + seed as usize % 3, seed, Some(()));
         }
     }
 
@@ -562,6 +631,7 @@ mod tests {
                     me: i,
                     input: &inputs[i],
                     out: &outs[i],
+                    keeps: true,
                 };
                 done[i] = ms[i].poll(&mut v) == Progress::Done;
             }
@@ -587,12 +657,14 @@ mod tests {
             me: 0,
             input: &ia,
             out: &oa,
+            keeps: true,
         };
         let vb = || View {
             node: &node,
             me: 1,
             input: &ib,
             out: &ob,
+            keeps: true,
         };
         let _ = a.poll(&mut va());
         assert_eq!(
@@ -620,6 +692,7 @@ mod tests {
             me: 0,
             input: &input,
             out: &out,
+            keeps: true,
         };
         assert_eq!(a.poll(&mut v), Progress::Moved);
         // Four slots staged, nothing more until member 1 moves.

@@ -478,9 +478,14 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.staged_reduces,
     },
     Pvar {
-        name: "lanai_staged_allreduces",
+        name: "lanai_chunked_allreduces",
         desc: "Allreduces on a node that went through the staging slots in chunks",
-        read: |e| e.net.counters.staged_allreduces,
+        read: |e| e.net.counters.chunked_allreduces,
+    },
+    Pvar {
+        name: "lanai_chunked_reduces",
+        desc: "Reduces on a node that went through the staging slots in chunks, every rank folding a share",
+        read: |e| e.net.counters.chunked_reduces,
     },
     Pvar {
         name: "lanai_flat_reduces",

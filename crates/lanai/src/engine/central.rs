@@ -219,13 +219,13 @@ const SPIN_IN_PLACE: u32 = 1000;
 /// Members whose device contributions are listed on the stack when folded.
 const STACK_PARTS: usize = 16;
 
-/// `Engine::allreduce_through_root`: from this many ranks for any length
-/// above the device's data slots, and from `THROUGH_ROOT_RANKS` for
-/// `THROUGH_ROOT_MIN` bytes and more (at 4 ranks on 2 cores the two paths
-/// were even up to 16 KiB, measured with reduce-then-bcast loops).
-const THROUGH_ROOT_ANY_LEN_RANKS: u32 = 8;
-const THROUGH_ROOT_RANKS: u32 = 4;
-const THROUGH_ROOT_MIN: usize = 32 << 10;
+/// `Engine::allreduce_through_root`: from this many ranks, for lengths
+/// above the device's data slots and below the staged allreduce's
+/// (`staged_allreduce::STAGED_MIN`), which beat it from there: 16 KiB on
+/// 2 cores, 8 / 16 ranks, 22 / 67-72 against 24-26 / 81-89 us; 64 KiB
+/// 34-36 / 103-109 against 89-91 / 218-239. At 4 ranks on 2 cores the
+/// two paths were even up to 16 KiB (reduce-then-bcast loops).
+const THROUGH_ROOT_RANKS: u32 = 8;
 
 impl Engine {
     /// Whether barriers on a communicator of `size` ranks should try the device.
@@ -442,8 +442,9 @@ impl Engine {
     /// every contribution where it lies beats the exchanges of recursive
     /// doubling or Rabenseifner, each of which waits for a peer to be
     /// scheduled (64 KiB on 2 cores: 45-48 against 53-57 us at 4 ranks,
-    /// 86-91 against 117-124 at 8, 216-226 against 349-390 at 16). With a
-    /// core per rank those
+    /// 86-91 against 117-124 at 8, 216-226 against 349-390 at 16). From
+    /// 16 KiB the staged allreduce beats both (`THROUGH_ROOT_RANKS`). With
+    /// a core per rank those
     /// exchanges run in parallel, so only communicators whose members all
     /// agreed they are crowded take it. The reduce's grouping is the
     /// binomial tree's, which every allreduce path shares, so the bits stay.
@@ -468,9 +469,7 @@ impl Engine {
             return Ok(false);
         }
         let size = self.comms.get(comm)?.size;
-        if size < THROUGH_ROOT_RANKS
-            || (size < THROUGH_ROOT_ANY_LEN_RANKS && len < THROUGH_ROOT_MIN)
-        {
+        if size < THROUGH_ROOT_RANKS || len >= super::staged_allreduce::STAGED_MIN {
             return Ok(false);
         }
         if !self.device_ready(comm, len, crate::shm::stage::STAGE_MAX, blocking)? {

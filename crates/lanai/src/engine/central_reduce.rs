@@ -385,7 +385,9 @@ impl Engine {
 const STAGED_FOLD_MAX: usize = 512 << 10;
 
 /// Whether a staged reduce of `len` bytes over `members` ranks, each with
-/// a core, should leave the fold to a tree (see [`STAGED_FOLD_MAX`]).
+/// a core, should leave the fold to others (see [`STAGED_FOLD_MAX`]): to
+/// the chunked reduce from 16 KiB (`staged_allreduce.rs`), which splits
+/// it among the members, to the tree below.
 fn folds_too_much(members: usize, len: usize) -> bool {
     members.saturating_sub(1).saturating_mul(len) > STAGED_FOLD_MAX
 }

@@ -872,6 +872,9 @@ impl Engine {
         if let Some(req) = self.central_reduce(comm, data, out, root, op, blocking)? {
             return Ok(req);
         }
+        if let Some(req) = self.chunked_reduce(comm, data, out, root, op, blocking)? {
+            return Ok(req);
+        }
         let op = op.make()?;
         let (rank, size) = self.rank_size(comm)?;
         let shape = self.settings.algos.reduce;

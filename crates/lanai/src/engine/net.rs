@@ -40,8 +40,10 @@ pub struct Counters {
     pub streamed_local: u64,
     /// Reduces whose contributions were staged (`central_reduce.rs`).
     pub staged_reduces: u64,
-    /// Allreduces through the staging slots (`staged_allreduce.rs`).
-    pub staged_allreduces: u64,
+    /// Allreduces and reduces through the staging slots in chunks
+    /// (`staged_allreduce.rs`).
+    pub chunked_allreduces: u64,
+    pub chunked_reduces: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
     pub flat_reduces: u64,
 }

@@ -282,11 +282,16 @@ impl<C: Combine> Schedule<C> {
                     b.truncate(r.end);
                     b
                 }
-                _ => rs
-                    .iter()
-                    .flat_map(|r| self.buf.get(r.clone()).unwrap_or_default())
-                    .copied()
-                    .collect(),
+                // Whole slices, not bytes: an iterator of bytes copies at
+                // about 1 GB/s (a 32 KiB gather's root took 30 us for it).
+                _ => {
+                    let len = rs.iter().map(|r| r.len()).sum();
+                    let mut out = Vec::with_capacity(len);
+                    for r in rs.iter() {
+                        out.extend_from_slice(self.buf.get(r.clone()).unwrap_or_default());
+                    }
+                    out
+                }
             });
             self.buf = Vec::new();
         }

@@ -31,6 +31,13 @@ def mpich_exe():
     return harness.build_programs([PROG], "mpich")[PROG]
 
 
+# On one node, allreduces, reduces and broadcasts would go through the
+# staging slots in chunks, with no message to pass: named algorithms keep
+# them on the message machines these tests are about.
+MESSAGES = {"LANAI_STATS": "1", "LANAI_ALLREDUCE": "rabenseifner", "LANAI_REDUCE": "binomial",
+            "LANAI_BCAST": "binomial"}
+
+
 def _refs(output):
     """{rank: (passed, read, refused)} from the LANAI_STATS lines."""
     found = re.findall(
@@ -45,7 +52,7 @@ def _refused_by_kernel(output):
 
 @pytest.mark.parametrize("nranks,nodes", SHAPES)
 def test_large_collectives_by_reference(lanai_exe, nranks, nodes):
-    r = run_job(lanairun_argv(lanai_exe, nranks, nodes), lanai_exe, {"LANAI_STATS": "1"})
+    r = run_job(lanairun_argv(lanai_exe, nranks, nodes), lanai_exe, MESSAGES)
     assert_passed(r, PROG)
     assert_clean(r)
     refs = _refs(r.output)
@@ -80,7 +87,7 @@ def test_answers_over_tcp_come_in_batches(lanai_exe):
 
 def test_single_copy_off_sends_inline(lanai_exe):
     r = run_job(lanairun_argv(lanai_exe, 3, 1), lanai_exe,
-                {"LANAI_STATS": "1", "LANAI_SINGLE_COPY": "off"})
+                {**MESSAGES, "LANAI_SINGLE_COPY": "off"})
     assert_passed(r, PROG)
     assert_clean(r)
     assert all(p == 0 for p, _, _ in _refs(r.output).values()), r.tail()
@@ -98,7 +105,7 @@ def test_a_rank_that_cannot_read_gets_the_data_inline_in_order(lanai_exe, tmp_pa
     )
     wrap.chmod(0o755)
     argv = lanairun_argv(str(wrap), nranks, 1, [lanai_exe, "2"])
-    r = run_job(argv, lanai_exe, {"LANAI_STATS": "1"})
+    r = run_job(argv, lanai_exe, MESSAGES)
     assert_passed(r, PROG)
     assert_clean(r)
     refs = _refs(r.output)
@@ -120,3 +127,17 @@ def test_mpich_build_on_lanai_under_hydra(mpich_exe):
 
 def test_program_itself_on_mpich(mpich_exe):
     harness.assert_passes_under_hydra(mpich_exe, PROG, 3, ["1"], on_lanai=False)
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 5])
+def test_the_same_collectives_in_chunks_on_one_node(lanai_exe, nranks):
+    """Under the default knobs the program's allreduces, reduces,
+    broadcasts and allgathers on one node go through the staging slots in
+    chunks instead, and every check of the program holds there too."""
+    r = run_job(lanairun_argv(lanai_exe, nranks, 1), lanai_exe, {"LANAI_STATS": "1"})
+    assert_passed(r, PROG)
+    assert_clean(r)
+    for field in ("chunked allreduces", "chunked reduces", "chunked bcasts", "chunked gathers"):
+        counts = harness.rank_stats(r.output, field)
+        assert sorted(counts) == list(range(nranks)), r.tail()
+        assert all(n > 0 for n in counts.values()), (field, r.tail())

@@ -82,6 +82,11 @@ def test_allreduce_bits_do_not_depend_on_the_algorithm(bits_exe, nranks, nodes):
             assert all(n > 0 for n in staged.values()), r.tail()
         else:
             assert all(n == 0 for n in staged.values()), r.tail()
+        # The program's checking broadcasts, from 1 KiB (16 KiB where
+        # ranks share cores), go through rank 0's slots on one node.
+        bcasts = harness.rank_stats(r.output, "chunked bcasts")
+        assert sorted(bcasts) == list(range(nranks)), r.tail()
+        assert all((n > 0) == (nodes == 1) for n in bcasts.values()), r.tail()
     first = digests["auto"]
     for algo, d in digests.items():
         assert d == first, f"{algo} gave {d}, auto gave {first}"

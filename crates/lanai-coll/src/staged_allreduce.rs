@@ -89,6 +89,14 @@ pub trait StagedWires {
         part: Range<usize>,
         publish: bool,
     ) -> Result<(), Self::Error>;
+    /// How many members have read this member's `slot` since it last
+    /// cleared the count (a broadcast's readers).
+    fn readers(&self, slot: usize) -> u32;
+    /// Clears this member's count for `slot`, before the mark that
+    /// publishes the slot's next chunk.
+    fn clear_readers(&self, slot: usize);
+    /// Counts this member as done reading member `i`'s `slot`.
+    fn add_reader(&self, i: usize, slot: usize);
     /// Copies bytes `part` of member `i`'s `slot` into bytes
     /// `chunk.start + part` of the receive buffer.
     fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>);
@@ -131,75 +139,30 @@ impl<E: std::fmt::Display> std::fmt::Display for StagedError<E> {
     }
 }
 
-/// One member's staged allreduce.
+/// How a vector goes through the slots: its chunks, their stamps and
+/// slots, and what each slot held before.
 #[derive(Debug, Clone)]
-pub struct StagedAllreduce {
-    me: usize,
-    members: usize,
+struct Chunks {
     len: usize,
     chunk: usize,
-    elem: usize,
     first: u32,
-    /// Per slot, the stamp of its last use before this allreduce.
+    /// Per slot, the stamp of its last use before this operation.
     after: [u32; SLOTS],
-    /// The member that gathers the result; `None`: every member.
-    root: Option<usize>,
-    staged: usize,
-    reduced: usize,
-    gathered: usize,
-    retired: usize,
 }
 
-impl StagedAllreduce {
-    /// Member `me` of `members` reduces `len` bytes of `elem`-byte elements
-    /// in chunks of at most `slot_len` bytes, stamped from `first`. `after`
-    /// holds, per slot, the stamp of its last use so far (0 for none).
-    pub fn new(
-        me: usize,
-        members: usize,
-        len: usize,
-        elem: usize,
-        slot_len: usize,
-        first: u32,
-        after: [u32; SLOTS],
-    ) -> Self {
-        let elem = elem.max(1);
-        let chunk = (slot_len / elem).max(1) * elem;
+impl Chunks {
+    fn new(len: usize, elem: usize, slot_len: usize, first: u32, after: [u32; SLOTS]) -> Self {
+        let chunk = (slot_len / elem.max(1)).max(1) * elem.max(1);
         Self {
-            me,
-            members,
             len,
             chunk,
-            elem,
             first,
             after,
-            root: None,
-            staged: 0,
-            reduced: 0,
-            gathered: 0,
-            retired: 0,
         }
     }
 
-    /// Makes this a reduce whose result only member `root` gathers.
-    pub fn to_root(mut self, root: usize) -> Self {
-        self.root = Some(root);
-        self
-    }
-
-    fn gathers(&self) -> bool {
-        self.root.map_or(true, |r| r == self.me)
-    }
-
-    /// Chunks the vector takes, hence stamps this allreduce uses.
-    pub fn chunks(&self) -> usize {
+    fn count(&self) -> usize {
         self.len.div_ceil(self.chunk)
-    }
-
-    /// Chunks the vector of `len` bytes takes.
-    pub fn chunks_for(len: usize, elem: usize, slot_len: usize) -> usize {
-        let elem = elem.max(1);
-        len.div_ceil((slot_len / elem).max(1) * elem)
     }
 
     fn stamp(&self, k: usize) -> u32 {
@@ -224,6 +187,95 @@ impl StagedAllreduce {
         start..(start + self.chunk).min(self.len)
     }
 
+    /// The stamp of the last chunk that used each slot; slots not used
+    /// keep `after`'s.
+    fn last_uses(&self) -> [u32; SLOTS] {
+        let mut last = self.after;
+        for k in self.count().saturating_sub(SLOTS)..self.count() {
+            last[self.slot(k)] = self.stamp(k);
+        }
+        last
+    }
+}
+
+/// One member's staged allreduce.
+#[derive(Debug, Clone)]
+pub struct StagedAllreduce {
+    me: usize,
+    members: usize,
+    elem: usize,
+    at: Chunks,
+    /// The member that gathers the result; `None`: every member.
+    root: Option<usize>,
+    staged: usize,
+    reduced: usize,
+    gathered: usize,
+    retired: usize,
+}
+
+impl StagedAllreduce {
+    /// Member `me` of `members` reduces `len` bytes of `elem`-byte elements
+    /// in chunks of at most `slot_len` bytes, stamped from `first`. `after`
+    /// holds, per slot, the stamp of its last use so far (0 for none).
+    pub fn new(
+        me: usize,
+        members: usize,
+        len: usize,
+        elem: usize,
+        slot_len: usize,
+        first: u32,
+        after: [u32; SLOTS],
+    ) -> Self {
+        let elem = elem.max(1);
+        Self {
+            me,
+            members,
+            elem,
+            at: Chunks::new(len, elem, slot_len, first, after),
+            root: None,
+            staged: 0,
+            reduced: 0,
+            gathered: 0,
+            retired: 0,
+        }
+    }
+
+    /// Makes this a reduce whose result only member `root` gathers.
+    pub fn to_root(mut self, root: usize) -> Self {
+        self.root = Some(root);
+        self
+    }
+
+    fn gathers(&self) -> bool {
+        self.root.map_or(true, |r| r == self.me)
+    }
+
+    /// Chunks the vector takes, hence stamps this allreduce uses.
+    pub fn chunks(&self) -> usize {
+        self.at.count()
+    }
+
+    /// Chunks the vector of `len` bytes takes.
+    pub fn chunks_for(len: usize, elem: usize, slot_len: usize) -> usize {
+        Chunks::new(len, elem, slot_len, 0, [0; SLOTS]).count()
+    }
+
+    fn stamp(&self, k: usize) -> u32 {
+        self.at.stamp(k)
+    }
+
+    fn slot(&self, k: usize) -> usize {
+        self.at.slot(k)
+    }
+
+    fn before(&self, k: usize) -> u32 {
+        self.at.before(k)
+    }
+
+    fn bytes(&self, k: usize) -> Range<usize> {
+        self.at.bytes(k)
+    }
+
     /// Member `p`'s share of a chunk of `len` bytes, relative to the
     /// chunk: whole elements, spread as evenly as they go.
     pub fn part(&self, p: usize, len: usize) -> Range<usize> {
@@ -239,11 +291,7 @@ impl StagedAllreduce {
     /// The stamp of the last chunk that used each slot, for the uses after
     /// this allreduce; slots it did not use keep `after`'s.
     pub fn last_uses(&self) -> [u32; SLOTS] {
-        let mut last = self.after;
-        for k in self.chunks().saturating_sub(SLOTS)..self.chunks() {
-            last[self.slot(k)] = self.stamp(k);
-        }
-        last
+        self.at.last_uses()
     }
 
     /// Whether every other member has passed `mark` for chunk `k`.
@@ -272,7 +320,7 @@ impl StagedAllreduce {
             }
             if self.reduced < self.staged && self.all_others(w, Mark::Staged, self.reduced) {
                 let k = self.reduced;
-                let (want, slot) = (self.len as u32, self.slot(k));
+                let (want, slot) = (self.at.len as u32, self.slot(k));
                 let bad = (0..self.members).find(|&i| i != self.me && w.len_of(i, slot) != want);
                 if let Some(member) = bad {
                     return Progress::Failed(StagedError::LengthMismatch {
@@ -321,6 +369,180 @@ impl StagedAllreduce {
     }
 }
 
+/// Which members stage their buffer and which copy the others' out, in a
+/// [`StagedShare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// The root stages, every other member reads it.
+    Bcast,
+    /// Every member but the root stages its block; the root reads them all.
+    Gather,
+    /// Every member stages its block and reads everyone else's.
+    Allgather,
+}
+
+/// One member's broadcast, gather or allgather through the slots: each
+/// source stages its buffer chunk by chunk in its own slots, each reader
+/// copies the chunks of every source straight into its receive buffer
+/// (a gather's and an allgather's at the source's block) and counts
+/// itself on the source's slot, and a source frees a slot once all its
+/// readers have. A count, not the readers' `Finished` marks: a reader
+/// that does not use the slot index itself could overwrite a mark of its
+/// own that owners of that slot index in an earlier allreduce have yet
+/// to see.
+#[derive(Debug, Clone)]
+pub struct StagedShare {
+    me: usize,
+    members: usize,
+    root: usize,
+    share: Share,
+    at: Chunks,
+    staged: usize,
+    gathered: usize,
+    retired: usize,
+}
+
+impl StagedShare {
+    /// Member `me` of `members` takes part in `share` of `len` bytes per
+    /// source (the root's for a broadcast, every member's block
+    /// otherwise), in chunks of at most `slot_len` bytes stamped from
+    /// `first`; `after` as for [`StagedAllreduce::new`]. `root` is
+    /// ignored for an allgather.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        me: usize,
+        members: usize,
+        root: usize,
+        share: Share,
+        len: usize,
+        slot_len: usize,
+        first: u32,
+        after: [u32; SLOTS],
+    ) -> Self {
+        Self {
+            me,
+            members,
+            root,
+            share,
+            at: Chunks::new(len, 1, slot_len, first, after),
+            staged: 0,
+            gathered: 0,
+            retired: 0,
+        }
+    }
+
+    /// Chunks each source's buffer takes, hence stamps the operation uses.
+    pub fn chunks(&self) -> usize {
+        self.at.count()
+    }
+
+    fn is_source(&self, m: usize) -> bool {
+        match self.share {
+            Share::Bcast => m == self.root,
+            Share::Gather => m != self.root,
+            Share::Allgather => true,
+        }
+    }
+
+    fn reads(&self, m: usize) -> bool {
+        match self.share {
+            Share::Bcast => m != self.root,
+            Share::Gather => m == self.root,
+            Share::Allgather => true,
+        }
+    }
+
+    /// How many members read each chunk of a source.
+    fn readers_per_source(&self) -> usize {
+        match self.share {
+            Share::Bcast | Share::Allgather => self.members - 1,
+            Share::Gather => 1,
+        }
+    }
+
+    /// Where source `s`'s buffer goes in a reader's receive buffer.
+    fn offset(&self, s: usize) -> usize {
+        match self.share {
+            Share::Bcast => 0,
+            Share::Gather | Share::Allgather => s * self.at.len,
+        }
+    }
+
+    /// The stamp of the last use of each of this member's slots: only a
+    /// source's change.
+    pub fn last_uses(&self) -> [u32; SLOTS] {
+        if self.is_source(self.me) {
+            self.at.last_uses()
+        } else {
+            self.at.after
+        }
+    }
+
+    /// Moves on as far as the wires allow.
+    pub fn poll<W: StagedWires>(&mut self, w: &mut W) -> Progress<W::Error> {
+        let n = self.at.count();
+        let (source, reader) = (self.is_source(self.me), self.reads(self.me));
+        let mut moved = false;
+        loop {
+            let mut step = false;
+            if source && self.retired < self.staged {
+                let k = self.retired;
+                let (slot, stamp) = (self.at.slot(k), self.at.stamp(k));
+                if w.readers(slot) as usize == self.readers_per_source() {
+                    w.release(slot, stamp);
+                    self.retired += 1;
+                    step = true;
+                }
+            }
+            let k = self.staged;
+            if source && k < n && w.done(self.at.slot(k)) == self.at.before(k) {
+                w.clear_readers(self.at.slot(k));
+                w.stage(self.at.slot(k), self.at.bytes(k));
+                w.set_mark(self.at.slot(k), Mark::Staged, self.at.stamp(k));
+                self.staged += 1;
+                step = true;
+            }
+            let k = self.gathered;
+            let (slot, stamp) = (self.at.slot(k), self.at.stamp(k));
+            let from = |i: usize| i != self.me && self.is_source(i);
+            if reader
+                && k < n
+                && (0..self.members).all(|i| !from(i) || w.mark(i, slot, Mark::Staged) == stamp)
+            {
+                let want = self.at.len as u32;
+                if let Some(member) =
+                    (0..self.members).find(|&i| from(i) && w.len_of(i, slot) != want)
+                {
+                    return Progress::Failed(StagedError::LengthMismatch {
+                        member,
+                        got: w.len_of(member, slot),
+                        want,
+                    });
+                }
+                let bytes = self.at.bytes(k);
+                for i in (0..self.members).filter(|&i| from(i)) {
+                    let at = self.offset(i) + bytes.start;
+                    w.gather(i, slot, at..at + bytes.len(), 0..bytes.len());
+                    w.add_reader(i, slot);
+                }
+                self.gathered += 1;
+                step = true;
+            }
+            if (!source || self.retired == n) && (!reader || self.gathered == n) {
+                return Progress::Done;
+            }
+            if !step {
+                return if moved {
+                    Progress::Moved
+                } else {
+                    Progress::Waiting
+                };
+            }
+            moved = true;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +556,7 @@ mod tests {
         marks: RefCell<Vec<[[u32; 3]; SLOTS]>>,
         lens: RefCell<Vec<[u32; SLOTS]>>,
         done: RefCell<Vec<[u32; SLOTS]>>,
+        readers: RefCell<Vec<[u32; SLOTS]>>,
         slots: RefCell<Vec<Vec<Vec<u8>>>>,
         slot_len: usize,
     }
@@ -344,6 +567,7 @@ mod tests {
                 marks: RefCell::new(vec![[[0; 3]; SLOTS]; n]),
                 lens: RefCell::new(vec![[0; SLOTS]; n]),
                 done: RefCell::new(vec![[0; SLOTS]; n]),
+                readers: RefCell::new(vec![[0; SLOTS]; n]),
                 slots: RefCell::new(vec![vec![vec![0xEE; slot_len]; SLOTS]; n]),
                 slot_len,
             }
@@ -377,6 +601,15 @@ mod tests {
         }
         fn release(&self, slot: usize, stamp: u32) {
             self.node.done.borrow_mut()[self.me][slot] = stamp;
+        }
+        fn readers(&self, slot: usize) -> u32 {
+            self.node.readers.borrow()[self.me][slot]
+        }
+        fn clear_readers(&self, slot: usize) {
+            self.node.readers.borrow_mut()[self.me][slot] = 0;
+        }
+        fn add_reader(&self, i: usize, slot: usize) {
+            self.node.readers.borrow_mut()[i][slot] += 1;
         }
         fn stage(&mut self, slot: usize, chunk: Range<usize>) {
             self.node.lens.borrow_mut()[self.me][slot] = self.input.len() as u32;
@@ -447,10 +680,15 @@ mod tests {
         }
     }
 
-    /// One member's allreduce in flight in the model.
+    enum Machine {
+        Reduce(StagedAllreduce),
+        Bcast(StagedShare),
+    }
+
+    /// One member's operation in flight in the model.
     struct Live {
         round: usize,
-        m: StagedAllreduce,
+        m: Machine,
         out: RefCell<Vec<u8>>,
     }
 
@@ -462,12 +700,27 @@ mod tests {
     /// on their other slots. Every member must get every sum, and leave
     /// every slot free.
     fn run(n: usize, lens: &[usize], elem: usize, slot_len: usize, ahead: usize, seed: u64) {
-        run_to(n, lens, elem, slot_len, ahead, seed, None)
+        run_to(n, lens, elem, slot_len, ahead, seed, false)
     }
 
-    /// [`run`], or with `root`, reduces of every other round to the member
-    /// `root` of that round (`round % n`); only that member's result is
-    /// checked, and the others' receive buffers must stay untouched.
+    /// What one round of the model runs.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        All,
+        /// A reduce to this member: only its result is checked, and the
+        /// others' receive buffers must stay untouched.
+        Reduce(usize),
+        /// A broadcast of this member's input: the others must receive it,
+        /// and its own receive buffer stay untouched.
+        Bcast(usize),
+        /// A gather to this member, and an allgather: every block but the
+        /// reader's own (which the engine copies itself) must arrive.
+        Gather(usize),
+        Allgather,
+    }
+
+    /// [`run`], with `mix`: rounds that are allreduces, reduces and
+    /// broadcasts in turn, rooted at member `round % n`.
     fn run_to(
         n: usize,
         lens: &[usize],
@@ -475,9 +728,23 @@ mod tests {
         slot_len: usize,
         ahead: usize,
         seed: u64,
-        root: Option<()>,
+        mix: bool,
     ) {
-        let root_of = |r: usize| root.and((r % 2 == 1).then_some(r % n));
+        let kind = |r: usize| match (mix, r % 5) {
+            (true, 1) => Kind::Reduce(r % n),
+            (true, 2) => Kind::Bcast(r % n),
+            (true, 3) => Kind::Gather(r % n),
+            (true, 4) => Kind::Allgather,
+            _ => Kind::All,
+        };
+        let out_len = |r: usize| match kind(r) {
+            Kind::Gather(_) | Kind::Allgather => n * lens[r],
+            _ => lens[r],
+        };
+        let root_of = |r: usize| match kind(r) {
+            Kind::Reduce(to) => Some(to),
+            _ => None,
+        };
         let mut rng = Rng(seed.max(1));
         let inputs: Vec<Vec<Vec<u8>>> = lens
             .iter()
@@ -503,16 +770,36 @@ mod tests {
             let i = (rng.next() % n as u64) as usize;
             if next[i] < lens.len() && live[i].len() < ahead && rng.next() % 2 == 0 {
                 let r = next[i];
-                let mut m = StagedAllreduce::new(i, n, lens[r], elem, slot_len, first[i], after[i]);
-                if let Some(to) = root_of(r) {
-                    m = m.to_root(to);
-                }
-                first[i] = first[i].wrapping_add(m.chunks() as u32);
-                after[i] = m.last_uses();
+                let share = match kind(r) {
+                    Kind::Bcast(from) => Some((from, Share::Bcast)),
+                    Kind::Gather(to) => Some((to, Share::Gather)),
+                    Kind::Allgather => Some((0, Share::Allgather)),
+                    _ => None,
+                };
+                let m = match (kind(r), share) {
+                    (_, Some((root, share))) => {
+                        let b = StagedShare::new(
+                            i, n, root, share, lens[r], slot_len, first[i], after[i],
+                        );
+                        first[i] = first[i].wrapping_add(b.chunks() as u32);
+                        after[i] = b.last_uses();
+                        Machine::Bcast(b)
+                    }
+                    (k, None) => {
+                        let mut m =
+                            StagedAllreduce::new(i, n, lens[r], elem, slot_len, first[i], after[i]);
+                        if let Kind::Reduce(to) = k {
+                            m = m.to_root(to);
+                        }
+                        first[i] = first[i].wrapping_add(m.chunks() as u32);
+                        after[i] = m.last_uses();
+                        Machine::Reduce(m)
+                    }
+                };
                 live[i].push(Live {
                     round: r,
                     m,
-                    out: RefCell::new(vec![0; lens[r]]),
+                    out: RefCell::new(vec![0; out_len(r)]),
                 });
                 next[i] += 1;
                 continue;
@@ -529,12 +816,34 @@ mod tests {
                 out: &l.out,
                 keeps: root_of(l.round).map_or(true, |to| to == i),
             };
-            match l.m.poll(&mut view) {
+            let progress = match &mut l.m {
+                Machine::Reduce(m) => m.poll(&mut view),
+                Machine::Bcast(b) => b.poll(&mut view),
+            };
+            match progress {
                 Progress::Done => {
                     let l = live[i].remove(j);
-                    let want = match root_of(l.round) {
-                        Some(to) if to != i => vec![0; lens[l.round]],
-                        _ => expected(&inputs[l.round]),
+                    let zeros = vec![0; out_len(l.round)];
+                    let len = lens[l.round];
+                    let blocks = |to: usize| {
+                        let mut v = zeros.clone();
+                        if to == i {
+                            for (s, input) in
+                                inputs[l.round].iter().enumerate().filter(|&(s, _)| s != i)
+                            {
+                                v[s * len..(s + 1) * len].copy_from_slice(input);
+                            }
+                        }
+                        v
+                    };
+                    let want = match kind(l.round) {
+                        Kind::All => expected(&inputs[l.round]),
+                        Kind::Reduce(to) if to == i => expected(&inputs[l.round]),
+                        Kind::Reduce(_) => zeros,
+                        Kind::Bcast(from) if from == i => zeros,
+                        Kind::Bcast(from) => inputs[l.round][from].clone(),
+                        Kind::Gather(to) => blocks(to),
+                        Kind::Allgather => blocks(i),
                     };
                     assert_eq!(
                         *l.out.borrow(),
@@ -573,11 +882,11 @@ mod tests {
     }
 
     #[test]
-    fn reduces_to_a_root_between_allreduces() {
+    fn reduces_and_broadcasts_between_allreduces() {
         for seed in 1..300 {
             let n = 2 + (seed as usize % 4);
             let lens = [640, 900 + seed as usize, 64 * 5, 8, 577, 64 * 9];
-            run_to(n, &lens, 1, 64, 1 + seed as usize % 3, seed, Some(()));
+            run_to(n, &lens, 1, 64, 1 + seed as usize % 3, seed, true);
         }
     }
 

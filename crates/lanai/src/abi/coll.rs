@@ -293,7 +293,7 @@ unsafe fn bcast(
     let root = check_root(e, ci, root)?;
     // SAFETY: forwarded from this function's contract.
     let b = unsafe { user_buf(buffer, count, datatype)? };
-    e.start_bcast(ci, b, root, blocking)
+    e.start_user_bcast(ci, b, root, blocking)
 }
 
 /// Broadcast, blocking or not, with the buffer staged for derived types.

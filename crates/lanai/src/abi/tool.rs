@@ -488,6 +488,16 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.chunked_reduces,
     },
     Pvar {
+        name: "lanai_chunked_bcasts",
+        desc: "Broadcasts on a node that went through the root's staging slots in chunks",
+        read: |e| e.net.counters.chunked_bcasts,
+    },
+    Pvar {
+        name: "lanai_chunked_gathers",
+        desc: "Gathers and allgathers on a node that went through the staging slots in chunks",
+        read: |e| e.net.counters.chunked_gathers,
+    },
+    Pvar {
         name: "lanai_flat_reduces",
         desc: "Reduces across nodes sent straight to the root",
         read: |e| e.net.counters.flat_reduces,

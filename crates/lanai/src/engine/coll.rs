@@ -796,12 +796,29 @@ impl Engine {
     }
 
     pub fn bcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<()> {
-        let req = self.start_bcast(comm, buf, root, true)?;
+        let req = self.start_user_bcast(comm, buf, root, true)?;
         self.finish_coll(req)
     }
 
     pub fn ibcast(&mut self, comm: usize, buf: UserBuf, root: u32) -> MpiResult<usize> {
-        self.start_bcast(comm, buf, root, false)
+        self.start_user_bcast(comm, buf, root, false)
+    }
+
+    /// `MPI_Bcast` and `MPI_Ibcast`: through the staging slots in chunks on
+    /// a node, else [`Engine::start_bcast`]. Not for the broadcasts other
+    /// collectives are built of, some of which start the message machine
+    /// under a number reserved earlier (`start_bcast_as`) on one rank only.
+    pub fn start_user_bcast(
+        &mut self,
+        comm: usize,
+        buf: UserBuf,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<usize> {
+        if let Some(req) = self.chunked_bcast(comm, buf, root, blocking)? {
+            return Ok(req);
+        }
+        self.start_bcast(comm, buf, root, blocking)
     }
 
     /// Broadcast of `buf` from `root`; non-roots' `buf` is written at
@@ -954,6 +971,10 @@ impl Engine {
         out: Option<UserBuf>,
         root: u32,
     ) -> MpiResult<usize> {
+        let data = match self.chunked_gather(comm, data, out, Some(root))? {
+            Ok(req) => return Ok(req),
+            Err(data) => data,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Gather::new(rank, size, root, data).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
@@ -1008,6 +1029,10 @@ impl Engine {
 
     /// Allgather of equal blocks into `out` (all blocks in rank order).
     pub fn iallgather(&mut self, comm: usize, data: Vec<u8>, out: UserBuf) -> MpiResult<usize> {
+        let data = match self.chunked_gather(comm, data, Some(out), None)? {
+            Ok(req) => return Ok(req),
+            Err(data) => data,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let m =
             lanai_coll::Allgather::new(rank, size, data, AllgatherAlgo::Auto).map_err(coll_err)?;

@@ -44,6 +44,8 @@ pub struct Counters {
     /// (`staged_allreduce.rs`).
     pub chunked_allreduces: u64,
     pub chunked_reduces: u64,
+    pub chunked_bcasts: u64,
+    pub chunked_gathers: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
     pub flat_reduces: u64,
 }

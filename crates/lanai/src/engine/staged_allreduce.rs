@@ -20,7 +20,9 @@ use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::stage::{Stage, STAGE_MAX};
-use lanai_coll::staged_allreduce::{Mark, Progress, StagedAllreduce, StagedError, StagedWires};
+use lanai_coll::staged_allreduce::{
+    Mark, Progress, Share, StagedAllreduce, StagedError, StagedShare, StagedWires,
+};
 use lanai_coll::{AllreduceAlgo, Combine};
 use std::ops::Range;
 
@@ -34,15 +36,55 @@ use std::ops::Range;
 /// 2 cores, it lost to both (8 KiB, 8 ranks: 28 against 26 us).
 pub(super) const STAGED_MIN: usize = 16 << 10;
 
-/// One staged allreduce in flight on this rank.
+/// The smallest broadcast staged. The root waits until every member has
+/// copied each chunk, where the message machines let it run ahead of an
+/// eager receiver; at 2 ranks of the 2-core VM staging still won at every
+/// size (8 B: 0.28 against 0.47 us, 1 KiB 0.30 against 0.63, 64 KiB 1.9
+/// against 18.8), so below 1 KiB the root keeps running ahead.
+const BCAST_MIN: usize = 1 << 10;
+/// The smallest block gathered or allgathered through the slots. Their
+/// readers wait for every source anyway, so crowding does not move it: at
+/// 4 / 8 ranks on 2 cores, 1 KiB gather 3.8 / 7.9 us staged against 5.2-5.8
+/// / 12.3-12.9 through messages, allgather 5.3-6.2 / 12.7 against 5.6 /
+/// 20.9-21.6, 8 KiB gather 4.2-4.4 / 9.1-10.0 against 10.4-10.6 / 40.
+const GATHER_MIN: usize = 1 << 10;
+/// Where ranks share cores, the root's wait for every reader is a round
+/// of context switches: 4 KiB at 4 / 8 ranks on 2 cores took 3.6 / 7.5 us
+/// staged against 1.9 / 4.0 through messages, 16 KiB 4.0 / 8.0 against
+/// 11.1 / 29.9.
+const BCAST_CROWDED_MIN: usize = 16 << 10;
+
+/// The machine of a chunked operation.
+enum Machine {
+    Reduce(StagedAllreduce),
+    Share(StagedShare),
+}
+
+/// What a member stages: the caller's buffer, or a copy the call made.
+pub(super) enum Source {
+    User(UserBuf),
+    Owned(Vec<u8>),
+}
+
+impl Source {
+    fn len(&self) -> usize {
+        match self {
+            Source::User(b) => b.len(),
+            Source::Owned(v) => v.len(),
+        }
+    }
+}
+
+/// One chunked operation in flight on this rank.
 pub struct StagedOp {
-    machine: StagedAllreduce,
+    machine: Machine,
     /// The caller's send buffer (its receive buffer, in place), unchanged
     /// until completion, and its receive buffer (`None` on a reduce's
     /// non-roots).
-    data: UserBuf,
+    data: Source,
     out: Option<UserBuf>,
-    op: Combiner,
+    /// `None` for a broadcast.
+    op: Option<Combiner>,
     scratch: Vec<u8>,
     spare: Vec<u8>,
 }
@@ -57,11 +99,15 @@ impl StagedOp {
             me,
             data: &self.data,
             out: self.out.as_ref(),
-            op: &self.op,
+            op: self.op.as_ref(),
             scratch: &mut self.scratch,
             spare: &mut self.spare,
         };
-        match self.machine.poll(&mut w) {
+        let progress = match &mut self.machine {
+            Machine::Reduce(m) => m.poll(&mut w),
+            Machine::Share(m) => m.poll(&mut w),
+        };
+        match progress {
             Progress::Waiting => Poll::Waiting,
             Progress::Moved => Poll::Moved,
             Progress::Done => Poll::Done,
@@ -108,7 +154,12 @@ impl Engine {
             return Ok(Err(op));
         };
         self.net.counters.chunked_allreduces += 1;
-        self.start_chunked(comm, chan, data, Some(out), None, op, elem)
+        let what = What::Reduce {
+            op,
+            elem,
+            root: None,
+        };
+        self.start_chunked(comm, chan, Source::User(data), Some(out), what)
             .map(Ok)
     }
 
@@ -139,8 +190,86 @@ impl Engine {
             return Ok(None);
         };
         self.net.counters.chunked_reduces += 1;
-        self.start_chunked(comm, chan, data, out, Some(root as usize), op, elem)
+        let root = Some(root as usize);
+        let what = What::Reduce { op, elem, root };
+        self.start_chunked(comm, chan, Source::User(data), out, what)
             .map(Some)
+    }
+
+    /// Starts `MPI_Bcast` of `buf` from `root` through the staging slots
+    /// in chunks when `comm` qualifies (see [`BCAST_MIN`]); `None`
+    /// otherwise.
+    pub(super) fn chunked_bcast(
+        &mut self,
+        comm: usize,
+        buf: UserBuf,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<Option<usize>> {
+        let len = buf.len();
+        if len < BCAST_MIN
+            || self.settings.algos.bcast != lanai_coll::BcastAlgo::Auto
+            || self.offload.is_some()
+        {
+            return Ok(None);
+        }
+        let Some(chan) = self.chunked_channel(comm, len, blocking)? else {
+            return Ok(None);
+        };
+        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        if crowded && len < BCAST_CROWDED_MIN {
+            return Ok(None);
+        }
+        self.net.counters.chunked_bcasts += 1;
+        let what = What::Share {
+            root: root as usize,
+            share: Share::Bcast,
+        };
+        self.start_chunked(comm, chan, Source::User(buf), Some(buf), what)
+            .map(Some)
+    }
+
+    /// Starts a gather (`root` given) or allgather of this rank's block
+    /// `data` into `out` (the root's, or every rank's) through the
+    /// staging slots in chunks when `comm` qualifies (see [`GATHER_MIN`]);
+    /// gives `data` back otherwise. This rank's own block is copied into
+    /// `out` here. Only where the channel is agreed already: a gather
+    /// never waits to agree one.
+    pub(super) fn chunked_gather(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: Option<u32>,
+    ) -> MpiResult<Result<usize, Vec<u8>>> {
+        let len = data.len();
+        if len < GATHER_MIN || self.offload.is_some() {
+            return Ok(Err(data));
+        }
+        let Some(chan) = self.chunked_channel(comm, len, false)? else {
+            return Ok(Err(data));
+        };
+        let cm = self.comms.get(comm)?;
+        let (rank, size) = (cm.rank as usize, cm.size as usize);
+        if let Some(o) = out {
+            if o.len() != len * size {
+                return Err(MpiError::internal(
+                    "gather: receive buffer of the wrong size",
+                ));
+            }
+            o.write_at(rank * len, &data);
+        }
+        self.net.counters.chunked_gathers += 1;
+        let share = match root {
+            Some(_) => Share::Gather,
+            None => Share::Allgather,
+        };
+        let what = What::Share {
+            root: root.unwrap_or(0) as usize,
+            share,
+        };
+        self.start_chunked(comm, chan, Source::Owned(data), out, what)
+            .map(Ok)
     }
 
     /// The channel of `comm`'s staging slots, when a reduction of `len`
@@ -152,7 +281,7 @@ impl Engine {
         len: usize,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
-        if len < STAGED_MIN || !self.device_ready(comm, len, usize::MAX, blocking)? {
+        if len < BCAST_MIN.min(STAGED_MIN) || !self.device_ready(comm, len, usize::MAX, blocking)? {
             return Ok(None);
         }
         let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) else {
@@ -165,18 +294,14 @@ impl Engine {
         Ok(setup.node_channel().filter(|&ch| dev.stage(ch).is_some()))
     }
 
-    /// Starts the chunked reduction on channel `chan` of `comm`: into every
-    /// member's `out`, or with `root`, only into the root's.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts the chunked operation `what` on channel `chan` of `comm`.
     fn start_chunked(
         &mut self,
         comm: usize,
         chan: usize,
-        data: UserBuf,
+        data: Source,
         out: Option<UserBuf>,
-        root: Option<usize>,
-        op: Combiner,
-        elem: usize,
+        what: What,
     ) -> MpiResult<usize> {
         let len = data.len();
         let cm = self.comms.get_mut(comm)?;
@@ -191,25 +316,55 @@ impl Engine {
             .ok_or_else(|| MpiError::internal("chunked reduction: this rank is not a member"))?;
         // The chunks take mailbox stamps, so that the staged reduces after
         // this find the slots in the order they expect.
-        let chunks = StagedAllreduce::chunks_for(len, elem, STAGE_MAX);
         let first = setup.mail.wrapping_add(1);
+        let after = setup.staged_last;
+        let (machine, chunks, out, op) = match what {
+            What::Reduce { op, elem, root } => {
+                let mut m = StagedAllreduce::new(me, members, len, elem, STAGE_MAX, first, after);
+                if let Some(r) = root {
+                    m = m.to_root(r);
+                }
+                setup.staged_last = m.last_uses();
+                let out = out.filter(|_| root.is_none_or(|r| r == me));
+                let chunks = m.chunks();
+                (Machine::Reduce(m), chunks, out, Some(op))
+            }
+            What::Share { root, share } => {
+                let m = StagedShare::new(me, members, root, share, len, STAGE_MAX, first, after);
+                setup.staged_last = m.last_uses();
+                let reads = match share {
+                    Share::Bcast => root != me,
+                    Share::Gather => root == me,
+                    Share::Allgather => true,
+                };
+                let out = out.filter(|_| reads);
+                let chunks = m.chunks();
+                (Machine::Share(m), chunks, out, None)
+            }
+        };
         setup.mail = setup.mail.wrapping_add(chunks as u32);
-        let mut machine =
-            StagedAllreduce::new(me, members, len, elem, STAGE_MAX, first, setup.staged_last);
-        if let Some(r) = root {
-            machine = machine.to_root(r);
-        }
-        setup.staged_last = machine.last_uses();
         let op = StagedOp {
             machine,
             data,
-            out: out.filter(|_| root.is_none_or(|r| r == me)),
+            out,
             op,
             scratch: Vec::new(),
             spare: Vec::new(),
         };
         self.start_mail_allreduce(comm, chan, op)
     }
+}
+
+/// What a chunked operation does.
+enum What {
+    /// An allreduce, or with `root` a reduce.
+    Reduce {
+        op: Combiner,
+        elem: usize,
+        root: Option<usize>,
+    },
+    /// A broadcast, gather or allgather (whose `root` is unused).
+    Share { root: usize, share: Share },
 }
 
 /// The element size of `op` when `len` bytes are whole elements of it: a
@@ -224,10 +379,11 @@ struct Wires<'a> {
     members: &'a [usize],
     /// This rank's position among `members`.
     me: usize,
-    data: &'a UserBuf,
+    data: &'a Source,
     /// `None` on a reduce's non-root, which keeps no result.
     out: Option<&'a UserBuf>,
-    op: &'a Combiner,
+    /// `None` for a broadcast, which never folds.
+    op: Option<&'a Combiner>,
     scratch: &'a mut Vec<u8>,
     /// Bytes on their way between a buffer that is not contiguous, or
     /// not there, and a slot.
@@ -257,15 +413,31 @@ impl StagedWires for Wires<'_> {
         self.st.release(self.members[self.me], slot, stamp);
     }
 
+    fn readers(&self, slot: usize) -> u32 {
+        self.st.readers(self.members[self.me], slot)
+    }
+
+    fn clear_readers(&self, slot: usize) {
+        self.st.clear_readers(self.members[self.me], slot);
+    }
+
+    fn add_reader(&self, i: usize, slot: usize) {
+        self.st.add_reader(self.members[i], slot);
+    }
+
     fn stage(&mut self, slot: usize, chunk: Range<usize>) {
         let me = self.members[self.me];
         self.st.set_len(me, slot, self.data.len() as u32);
-        if self.data.is_contiguous() {
-            self.st.write_at(me, slot, 0, &self.data.as_slice()[chunk]);
-        } else {
-            self.spare.resize(chunk.len(), 0);
-            self.data.read_at(chunk.start, self.spare);
-            self.st.write_at(me, slot, 0, self.spare);
+        match self.data {
+            Source::Owned(v) => self.st.write_at(me, slot, 0, &v[chunk]),
+            Source::User(b) if b.is_contiguous() => {
+                self.st.write_at(me, slot, 0, &b.as_slice()[chunk]);
+            }
+            Source::User(b) => {
+                self.spare.resize(chunk.len(), 0);
+                b.read_at(chunk.start, self.spare);
+                self.st.write_at(me, slot, 0, self.spare);
+            }
         }
     }
 
@@ -295,7 +467,10 @@ impl StagedWires for Wires<'_> {
                 .iter()
                 .map(|&m| self.st.bytes_at(m, slot, part.clone()))
                 .collect();
-            lanai_coll::fold_into(&parts, out, self.op, self.scratch)
+            let op = self
+                .op
+                .ok_or_else(|| MpiError::internal("a broadcast folds"))?;
+            lanai_coll::fold_into(&parts, out, op, self.scratch)
                 .map_err(|e| MpiError::new(c::MPI_ERR_OP, e.to_string()))?;
         }
         if publish {

@@ -65,8 +65,11 @@ const PAGE: usize = 4096;
 const LENS: usize = SLOTS * 4;
 const MARKS: usize = LINE;
 const MARKS_END: usize = MARKS + 3 * SLOTS * 4;
+/// A broadcast's reader count per slot, after the marks.
+const READERS: usize = MARKS_END;
+const READERS_END: usize = READERS + SLOTS * 4;
 
-const _: () = assert!(LENS + SLOTS * 4 <= LINE && MARKS_END <= MEMBER_LINES);
+const _: () = assert!(LENS + SLOTS * 4 <= LINE && READERS_END <= MEMBER_LINES);
 const _: () = assert!(STAGE_MAX.is_multiple_of(PAGE));
 const _: () = assert!(SLOTS == lanai_coll::staged_allreduce::SLOTS);
 
@@ -189,6 +192,26 @@ impl<'a> Stage<'a> {
             .store(len, Ordering::Relaxed);
     }
 
+    /// Members that have read member `i`'s `slot` since it cleared the
+    /// count.
+    pub fn readers(&self, i: usize, slot: usize) -> u32 {
+        self.line_word(i, READERS + slot.min(SLOTS - 1) * 4)
+            .load(Ordering::Acquire)
+    }
+
+    /// Member `i` clears its count for `slot`, before the mark that
+    /// publishes the slot's next chunk (which orders it).
+    pub fn clear_readers(&self, i: usize, slot: usize) {
+        self.line_word(i, READERS + slot.min(SLOTS - 1) * 4)
+            .store(0, Ordering::Relaxed);
+    }
+
+    /// A member done reading member `i`'s `slot` counts itself.
+    pub fn add_reader(&self, i: usize, slot: usize) {
+        self.line_word(i, READERS + slot.min(SLOTS - 1) * 4)
+            .fetch_add(1, Ordering::Release);
+    }
+
     fn line_word(&self, i: usize, at: usize) -> &AtomicU32 {
         let i = i.min(self.local_size - 1);
         self.seg.atomic_u32(self.off + i * MEMBER_LINES + at)
@@ -235,7 +258,10 @@ impl<'a> Stage<'a> {
             for slot in 0..SLOTS {
                 self.done_word(i, slot).store(0, Ordering::Relaxed);
             }
-            for at in (LENS..LENS + SLOTS * 4).chain(MARKS..MARKS_END).step_by(4) {
+            for at in (LENS..LENS + SLOTS * 4)
+                .chain(MARKS..READERS_END)
+                .step_by(4)
+            {
                 self.line_word(i, at).store(0, Ordering::Relaxed);
             }
         }
@@ -292,9 +318,22 @@ mod tests {
             (0, 7, 0, 12345, 0)
         );
         assert_eq!(st.done(2, 1), 9, "marks sit beside the done words");
+        st.add_reader(2, 1);
+        st.add_reader(2, 1);
+        assert_eq!((st.readers(2, 1), st.readers(2, 0)), (2, 0));
+        st.clear_readers(2, 1);
+        assert_eq!(st.readers(2, 1), 0);
+        st.add_reader(2, 3);
         st.settle();
         assert_eq!(st.done(2, 1), 0, "a new owner starts from scratch");
-        assert_eq!((st.mark(2, 3, Mark::Reduced), st.len_of(2, 3)), (0, 0));
+        assert_eq!(
+            (
+                st.mark(2, 3, Mark::Reduced),
+                st.len_of(2, 3),
+                st.readers(2, 3)
+            ),
+            (0, 0, 0)
+        );
     }
 
     #[test]

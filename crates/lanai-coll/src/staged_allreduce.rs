@@ -35,6 +35,10 @@
 //! chunk is retired: later staged reduces then find the slots free as
 //! they expect.
 //!
+//! Broadcasts, gathers and allgathers ([`StagedShare`]) go through the
+//! same slots under the same stamps, with a count of readers per slot in
+//! place of the `Finished` marks (see there why).
+//!
 //! As in [`crate::mailbox`], a poll makes single accesses to the wires,
 //! so a model can interleave members freely.
 
@@ -102,6 +106,19 @@ pub trait StagedWires {
     fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>);
 }
 
+/// The end of one pass of a poll loop that took `step`s or not: `None`
+/// to go round again, else what the poll found.
+fn after_pass<E>(step: bool, moved: &mut bool) -> Option<Progress<E>> {
+    match (step, *moved) {
+        (true, _) => {
+            *moved = true;
+            None
+        }
+        (false, true) => Some(Progress::Moved),
+        (false, false) => Some(Progress::Waiting),
+    }
+}
+
 /// What a poll found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress<E> {
@@ -132,7 +149,7 @@ impl<E: std::fmt::Display> std::fmt::Display for StagedError<E> {
         match self {
             StagedError::LengthMismatch { member, got, want } => write!(
                 f,
-                "rank {member} contributed {got} bytes to the allreduce, this rank {want}"
+                "rank {member} passes {got} bytes to this collective, this rank {want}"
             ),
             StagedError::Fold(e) => e.fmt(f),
         }
@@ -357,14 +374,9 @@ impl StagedAllreduce {
             if self.retired == n {
                 return Progress::Done;
             }
-            if !step {
-                return if moved {
-                    Progress::Moved
-                } else {
-                    Progress::Waiting
-                };
+            if let Some(p) = after_pass(step, &mut moved) {
+                return p;
             }
-            moved = true;
         }
     }
 }
@@ -531,14 +543,9 @@ impl StagedShare {
             if (!source || self.retired == n) && (!reader || self.gathered == n) {
                 return Progress::Done;
             }
-            if !step {
-                return if moved {
-                    Progress::Moved
-                } else {
-                    Progress::Waiting
-                };
+            if let Some(p) = after_pass(step, &mut moved) {
+                return p;
             }
-            moved = true;
         }
     }
 }

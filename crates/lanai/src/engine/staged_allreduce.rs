@@ -3,7 +3,9 @@
 //! on a communicator whose members all share this node: each member
 //! copies its vector into shared memory once, folds its share of every
 //! chunk where the chunks lie, and copies the others' shares out (a
-//! reduce's root alone). The message-passing algorithms move each byte
+//! reduce's root alone). `MPI_Bcast`, `MPI_Gather` and `MPI_Allgather`
+//! go the same way with nothing to fold: the sources stage, the readers
+//! copy out. The message-passing algorithms move each byte
 //! through a rendezvous and copy it in and out of their own buffers; at
 //! 1 MiB on 2 ranks that took four times as long for an allreduce and 2.4
 //! times for a reduce (`docs/decisions.md`).
@@ -61,7 +63,7 @@ enum Machine {
 }
 
 /// What a member stages: the caller's buffer, or a copy the call made.
-pub(super) enum Source {
+enum Source {
     User(UserBuf),
     Owned(Vec<u8>),
 }

@@ -391,6 +391,12 @@ pub enum Share {
     Gather,
     /// Every member stages its block and reads everyone else's.
     Allgather,
+    /// The root stages one block per member; each other member reads its
+    /// own.
+    Scatter,
+    /// Every member stages one block per member and reads its own block of
+    /// everyone else's.
+    Alltoall,
 }
 
 /// One member's broadcast, gather or allgather through the slots: each
@@ -416,10 +422,11 @@ pub struct StagedShare {
 
 impl StagedShare {
     /// Member `me` of `members` takes part in `share` of `len` bytes per
-    /// source (the root's for a broadcast, every member's block
-    /// otherwise), in chunks of at most `slot_len` bytes stamped from
-    /// `first`; `after` as for [`StagedAllreduce::new`]. `root` is
-    /// ignored for an allgather.
+    /// source (the root's buffer for a broadcast, every member's block for
+    /// a gather or allgather, all `members` blocks of a scatter's root or
+    /// of each member in an all-to-all), in chunks of at most `slot_len`
+    /// bytes stamped from `first`; `after` as for [`StagedAllreduce::new`].
+    /// `root` is ignored for an allgather and an all-to-all.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         me: usize,
@@ -448,35 +455,75 @@ impl StagedShare {
         self.at.count()
     }
 
+    /// Whether this member reads, hence keeps a receive buffer.
+    pub fn reader(&self) -> bool {
+        self.reads(self.me)
+    }
+
     fn is_source(&self, m: usize) -> bool {
         match self.share {
-            Share::Bcast => m == self.root,
+            Share::Bcast | Share::Scatter => m == self.root,
             Share::Gather => m != self.root,
-            Share::Allgather => true,
+            Share::Allgather | Share::Alltoall => true,
         }
     }
 
     fn reads(&self, m: usize) -> bool {
         match self.share {
-            Share::Bcast => m != self.root,
+            Share::Bcast | Share::Scatter => m != self.root,
             Share::Gather => m == self.root,
-            Share::Allgather => true,
+            Share::Allgather | Share::Alltoall => true,
         }
     }
 
-    /// How many members read each chunk of a source.
-    fn readers_per_source(&self) -> usize {
+    /// How many members read chunk `k` of source `s`: of a scatter's or an
+    /// all-to-all's, only those whose block the chunk holds part of.
+    fn readers_of(&self, s: usize, k: usize) -> usize {
         match self.share {
-            Share::Bcast | Share::Allgather => self.members - 1,
             Share::Gather => 1,
+            Share::Scatter | Share::Alltoall => (0..self.members)
+                .filter(|&r| r != s && self.wants(r, &self.at.bytes(k)))
+                .count(),
+            _ => self.members - 1,
         }
     }
 
-    /// Where source `s`'s buffer goes in a reader's receive buffer.
-    fn offset(&self, s: usize) -> usize {
+    /// Whether member `r` reads any of bytes `chunk` of a source's buffer.
+    fn wants(&self, r: usize, chunk: &Range<usize>) -> bool {
         match self.share {
-            Share::Bcast => 0,
-            Share::Gather | Share::Allgather => s * self.at.len,
+            Share::Scatter | Share::Alltoall => {
+                let block = self.at.len / self.members;
+                r * block < chunk.end && chunk.start < (r + 1) * block
+            }
+            _ => true,
+        }
+    }
+
+    /// What this member reads of bytes `chunk` of source `s`'s buffer:
+    /// the bytes relative to the chunk, and where the first goes in its
+    /// receive buffer; `None` if nothing.
+    fn wanted(&self, s: usize, chunk: &Range<usize>) -> Option<(Range<usize>, usize)> {
+        let len = chunk.len();
+        match self.share {
+            Share::Bcast => Some((0..len, chunk.start)),
+            Share::Gather | Share::Allgather => Some((0..len, s * self.at.len + chunk.start)),
+            Share::Scatter | Share::Alltoall => {
+                // This member's block of the source's `members` blocks.
+                let block = self.at.len / self.members;
+                let mine = self.me * block..(self.me + 1) * block;
+                let (from, to) = (mine.start.max(chunk.start), mine.end.min(chunk.end));
+                let into = if self.share == Share::Alltoall {
+                    s * block
+                } else {
+                    0
+                };
+                (from < to).then(|| {
+                    (
+                        from - chunk.start..to - chunk.start,
+                        into + from - mine.start,
+                    )
+                })
+            }
         }
     }
 
@@ -500,7 +547,7 @@ impl StagedShare {
             if source && self.retired < self.staged {
                 let k = self.retired;
                 let (slot, stamp) = (self.at.slot(k), self.at.stamp(k));
-                if w.readers(slot) as usize == self.readers_per_source() {
+                if w.readers(slot) as usize == self.readers_of(self.me, k) {
                     w.release(slot, stamp);
                     self.retired += 1;
                     step = true;
@@ -515,6 +562,11 @@ impl StagedShare {
                 step = true;
             }
             let k = self.gathered;
+            // A chunk that holds none of this member's block, it skips.
+            if reader && k < n && !self.wants(self.me, &self.at.bytes(k)) {
+                self.gathered += 1;
+                continue;
+            }
             let (slot, stamp) = (self.at.slot(k), self.at.stamp(k));
             let from = |i: usize| i != self.me && self.is_source(i);
             if reader
@@ -533,8 +585,10 @@ impl StagedShare {
                 }
                 let bytes = self.at.bytes(k);
                 for i in (0..self.members).filter(|&i| from(i)) {
-                    let at = self.offset(i) + bytes.start;
-                    w.gather(i, slot, at..at + bytes.len(), 0..bytes.len());
+                    if let Some((part, at)) = self.wanted(i, &bytes) {
+                        let to = at - part.start;
+                        w.gather(i, slot, to..to + bytes.len(), part);
+                    }
                     w.add_reader(i, slot);
                 }
                 self.gathered += 1;
@@ -724,6 +778,11 @@ mod tests {
         /// reader's own (which the engine copies itself) must arrive.
         Gather(usize),
         Allgather,
+        /// A scatter from this member, and an all-to-all: inputs are
+        /// `n` blocks of the round's length; a reader gets its block of
+        /// each source but itself.
+        Scatter(usize),
+        Alltoall,
     }
 
     /// [`run`], with `mix`: rounds that are allreduces, reduces and
@@ -737,15 +796,22 @@ mod tests {
         seed: u64,
         mix: bool,
     ) {
-        let kind = |r: usize| match (mix, r % 5) {
+        let kind = |r: usize| match (mix, r % 7) {
             (true, 1) => Kind::Reduce(r % n),
             (true, 2) => Kind::Bcast(r % n),
             (true, 3) => Kind::Gather(r % n),
             (true, 4) => Kind::Allgather,
+            (true, 5) => Kind::Scatter(r % n),
+            (true, 6) => Kind::Alltoall,
             _ => Kind::All,
         };
         let out_len = |r: usize| match kind(r) {
-            Kind::Gather(_) | Kind::Allgather => n * lens[r],
+            Kind::Gather(_) | Kind::Allgather | Kind::Alltoall => n * lens[r],
+            _ => lens[r],
+        };
+        // A scatter's and an all-to-all's sources hold a block per member.
+        let in_len = |r: usize| match kind(r) {
+            Kind::Scatter(_) | Kind::Alltoall => n * lens[r],
             _ => lens[r],
         };
         let root_of = |r: usize| match kind(r) {
@@ -756,9 +822,13 @@ mod tests {
         let inputs: Vec<Vec<Vec<u8>>> = lens
             .iter()
             .enumerate()
-            .map(|(r, &len)| {
+            .map(|(r, _)| {
                 (0..n)
-                    .map(|i| (0..len).map(|b| (b * 31 + i * 7 + r * 13) as u8).collect())
+                    .map(|i| {
+                        (0..in_len(r))
+                            .map(|b| (b * 31 + i * 7 + r * 13) as u8)
+                            .collect()
+                    })
                     .collect()
             })
             .collect();
@@ -781,12 +851,21 @@ mod tests {
                     Kind::Bcast(from) => Some((from, Share::Bcast)),
                     Kind::Gather(to) => Some((to, Share::Gather)),
                     Kind::Allgather => Some((0, Share::Allgather)),
+                    Kind::Scatter(from) => Some((from, Share::Scatter)),
+                    Kind::Alltoall => Some((0, Share::Alltoall)),
                     _ => None,
                 };
                 let m = match (kind(r), share) {
                     (_, Some((root, share))) => {
                         let b = StagedShare::new(
-                            i, n, root, share, lens[r], slot_len, first[i], after[i],
+                            i,
+                            n,
+                            root,
+                            share,
+                            in_len(r),
+                            slot_len,
+                            first[i],
+                            after[i],
                         );
                         first[i] = first[i].wrapping_add(b.chunks() as u32);
                         after[i] = b.last_uses();
@@ -851,6 +930,20 @@ mod tests {
                         Kind::Bcast(from) => inputs[l.round][from].clone(),
                         Kind::Gather(to) => blocks(to),
                         Kind::Allgather => blocks(i),
+                        Kind::Scatter(from) if from == i => zeros,
+                        Kind::Scatter(from) => {
+                            inputs[l.round][from][i * len..(i + 1) * len].to_vec()
+                        }
+                        Kind::Alltoall => {
+                            let mut v = zeros.clone();
+                            for (s, input) in
+                                inputs[l.round].iter().enumerate().filter(|&(s, _)| s != i)
+                            {
+                                v[s * len..(s + 1) * len]
+                                    .copy_from_slice(&input[i * len..(i + 1) * len]);
+                            }
+                            v
+                        }
                     };
                     assert_eq!(
                         *l.out.borrow(),
@@ -889,10 +982,10 @@ mod tests {
     }
 
     #[test]
-    fn reduces_and_broadcasts_between_allreduces() {
+    fn every_kind_between_allreduces() {
         for seed in 1..300 {
             let n = 2 + (seed as usize % 4);
-            let lens = [640, 900 + seed as usize, 64 * 5, 8, 577, 64 * 9];
+            let lens = [640, 900 + seed as usize, 64 * 5, 8, 577, 64 * 9, 33, 100];
             run_to(n, &lens, 1, 64, 1 + seed as usize % 3, seed, true);
         }
     }

@@ -494,7 +494,7 @@ const PVARS: &[Pvar] = &[
     },
     Pvar {
         name: "lanai_chunked_gathers",
-        desc: "Gathers and allgathers on a node that went through the staging slots in chunks",
+        desc: "Gathers, allgathers, scatters and all-to-alls on a node that went through the staging slots in chunks",
         read: |e| e.net.counters.chunked_gathers,
     },
     Pvar {

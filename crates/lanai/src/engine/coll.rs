@@ -1005,6 +1005,10 @@ impl Engine {
         out: Option<UserBuf>,
         root: u32,
     ) -> MpiResult<usize> {
+        let data = match self.chunked_blocks(comm, data, block, out, Some(root))? {
+            Ok(req) => return Ok(req),
+            Err(data) => data,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Scatter::new(rank, size, root, data, block).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
@@ -1050,6 +1054,30 @@ impl Engine {
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Allgatherv::new(rank, size, data, recv).map_err(coll_err)?;
         self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
+    }
+
+    /// `MPI_Alltoall`: equal blocks on every rank (so every rank may take
+    /// the staging slots alike, which `-v` and `-w` may not), through the
+    /// slots on a node, else as [`Engine::ialltoallv`].
+    pub fn ialltoall(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        send: &Layout,
+        recv: &Layout,
+        out: UserBuf,
+    ) -> MpiResult<usize> {
+        let size = self.rank_size(comm)?.1;
+        let data = match (uniform_block(send, size), uniform_block(recv, size)) {
+            (Some(b), Some(r)) if b == r => {
+                match self.chunked_blocks(comm, data, b, Some(out), None)? {
+                    Ok(req) => return Ok(req),
+                    Err(data) => data,
+                }
+            }
+            _ => data,
+        };
+        self.ialltoallv(comm, data, send, recv, out)
     }
 
     /// All-to-all: block `send.block(p)` of `data` goes to rank `p`; rank
@@ -1120,6 +1148,16 @@ impl Engine {
         let m = lanai_coll::Exscan::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
     }
+}
+
+/// The block length of a layout of `size` equal blocks back to back, as
+/// `MPI_Alltoall` makes; `None` for any other.
+fn uniform_block(l: &Layout, size: u32) -> Option<usize> {
+    let b = *l.counts().first()?;
+    let uniform = l.counts().len() == size as usize
+        && l.counts().iter().all(|&c| c == b)
+        && l.displs().iter().enumerate().all(|(p, &d)| d == p * b);
+    uniform.then_some(b)
 }
 
 #[cfg(test)]

@@ -40,8 +40,9 @@ pub struct Counters {
     pub streamed_local: u64,
     /// Reduces whose contributions were staged (`central_reduce.rs`).
     pub staged_reduces: u64,
-    /// Allreduces and reduces through the staging slots in chunks
-    /// (`staged_allreduce.rs`).
+    /// Collectives through the staging slots in chunks
+    /// (`staged_allreduce.rs`): allreduces, reduces, broadcasts, and the
+    /// rest (gathers, allgathers, scatters, all-to-alls) together.
     pub chunked_allreduces: u64,
     pub chunked_reduces: u64,
     pub chunked_bcasts: u64,

@@ -226,6 +226,7 @@ impl Engine {
         let what = What::Share {
             root: root as usize,
             share: Share::Bcast,
+            len,
         };
         self.start_chunked(comm, chan, Source::User(buf), Some(buf), what)
             .map(Some)
@@ -269,6 +270,60 @@ impl Engine {
         let what = What::Share {
             root: root.unwrap_or(0) as usize,
             share,
+            len,
+        };
+        self.start_chunked(comm, chan, Source::Owned(data), out, what)
+            .map(Ok)
+    }
+
+    /// Starts a scatter (`root` given) or all-to-all of `block`-byte
+    /// blocks through the staging slots in chunks when `comm` qualifies,
+    /// as a broadcast (scatter) or gather (all-to-all) of that block
+    /// would; gives `data` back otherwise. `data` is every block a source
+    /// sends (empty on a scatter's other members); this rank's own block
+    /// is copied into `out` here.
+    pub(super) fn chunked_blocks(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        block: usize,
+        out: Option<UserBuf>,
+        root: Option<u32>,
+    ) -> MpiResult<Result<usize, Vec<u8>>> {
+        if block < GATHER_MIN || self.offload.is_some() {
+            return Ok(Err(data));
+        }
+        let cm = self.comms.get(comm)?;
+        let (rank, size) = (cm.rank as usize, cm.size as usize);
+        let Some(len) = block.checked_mul(size) else {
+            return Ok(Err(data));
+        };
+        let Some(chan) = self.chunked_channel(comm, len, false)? else {
+            return Ok(Err(data));
+        };
+        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        if root.is_some() && crowded && block < BCAST_CROWDED_MIN {
+            return Ok(Err(data));
+        }
+        let source = root.is_none_or(|r| r as usize == rank);
+        if source && data.len() != len {
+            return Err(MpiError::internal("scatter: send buffer of the wrong size"));
+        }
+        // A source's own block stays here: into `out`, at this rank's block
+        // in an all-to-all.
+        if let (true, Some(o)) = (source, out) {
+            let at = if root.is_some() { 0 } else { rank * block };
+            o.write_at(at, &data[rank * block..(rank + 1) * block]);
+        }
+        self.net.counters.chunked_gathers += 1;
+        let share = match root {
+            Some(_) => Share::Scatter,
+            None => Share::Alltoall,
+        };
+        let what = What::Share {
+            root: root.unwrap_or(0) as usize,
+            share,
+            len,
         };
         self.start_chunked(comm, chan, Source::Owned(data), out, what)
             .map(Ok)
@@ -305,7 +360,6 @@ impl Engine {
         out: Option<UserBuf>,
         what: What,
     ) -> MpiResult<usize> {
-        let len = data.len();
         let cm = self.comms.get_mut(comm)?;
         let Central::Active(setup) = &mut cm.central else {
             return Err(MpiError::internal("chunked reduction without a channel"));
@@ -322,6 +376,7 @@ impl Engine {
         let after = setup.staged_last;
         let (machine, chunks, out, op) = match what {
             What::Reduce { op, elem, root } => {
+                let len = data.len();
                 let mut m = StagedAllreduce::new(me, members, len, elem, STAGE_MAX, first, after);
                 if let Some(r) = root {
                     m = m.to_root(r);
@@ -331,15 +386,10 @@ impl Engine {
                 let chunks = m.chunks();
                 (Machine::Reduce(m), chunks, out, Some(op))
             }
-            What::Share { root, share } => {
+            What::Share { root, share, len } => {
                 let m = StagedShare::new(me, members, root, share, len, STAGE_MAX, first, after);
                 setup.staged_last = m.last_uses();
-                let reads = match share {
-                    Share::Bcast => root != me,
-                    Share::Gather => root == me,
-                    Share::Allgather => true,
-                };
-                let out = out.filter(|_| reads);
+                let out = out.filter(|_| m.reader());
                 let chunks = m.chunks();
                 (Machine::Share(m), chunks, out, None)
             }
@@ -365,8 +415,13 @@ enum What {
         elem: usize,
         root: Option<usize>,
     },
-    /// A broadcast, gather or allgather (whose `root` is unused).
-    Share { root: usize, share: Share },
+    /// A broadcast, gather, allgather, scatter or all-to-all (`root`
+    /// unused by the all-to-all ones) of `len` bytes per source.
+    Share {
+        root: usize,
+        share: Share,
+        len: usize,
+    },
 }
 
 /// The element size of `op` when `len` bytes are whole elements of it: a

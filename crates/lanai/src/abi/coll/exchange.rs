@@ -270,6 +270,7 @@ unsafe fn alltoall_start(
     send: impl FnOnce() -> MpiResult<Layout>,
     recvbuf: *mut c_void,
     recv: Layout,
+    equal_blocks: bool,
 ) -> MpiResult<usize> {
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: per the contract.
@@ -282,6 +283,10 @@ unsafe fn alltoall_start(
         let data = unsafe { bytes_buf(sendbuf, send.extent())? };
         (data.as_slice().to_vec(), send)
     };
+    // MPI_Alltoall's blocks are equal on every rank, -v's and -w's need not be.
+    if equal_blocks {
+        return e.ialltoall(ci, data, &send, &recv, out);
+    }
     e.ialltoallv(ci, data, &send, &recv, out)
 }
 
@@ -306,7 +311,7 @@ unsafe fn alltoall(
     let recv = uniform(size, block_bytes(recvcount, recvtype, size)?.0)?;
     let send = || uniform(size, block_bytes(sendcount, sendtype, size)?.0);
     // SAFETY: the caller's buffers hold `size` blocks each.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, true) }
 }
 
 /// Alltoall, blocking or not, with the buffers staged for derived types.
@@ -419,7 +424,7 @@ unsafe fn alltoallv(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false) }
 }
 
 /// Alltoallv, blocking or not, with the buffers staged for derived types.
@@ -560,7 +565,7 @@ unsafe fn alltoallw(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false) }
 }
 
 /// Alltoallw, blocking or not, with the buffers staged for derived types.

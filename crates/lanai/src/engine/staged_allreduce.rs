@@ -3,9 +3,9 @@
 //! on a communicator whose members all share this node: each member
 //! copies its vector into shared memory once, folds its share of every
 //! chunk where the chunks lie, and copies the others' shares out (a
-//! reduce's root alone). `MPI_Bcast`, `MPI_Gather` and `MPI_Allgather`
-//! go the same way with nothing to fold: the sources stage, the readers
-//! copy out. The message-passing algorithms move each byte
+//! reduce's root alone). `MPI_Bcast`, `MPI_Gather`, `MPI_Allgather`,
+//! `MPI_Scatter` and `MPI_Alltoall` go the same way with nothing to fold:
+//! the sources stage, the readers copy out. The message-passing algorithms move each byte
 //! through a rendezvous and copy it in and out of their own buffers; at
 //! 1 MiB on 2 ranks that took four times as long for an allreduce and 2.4
 //! times for a reduce (`docs/decisions.md`).
@@ -143,7 +143,8 @@ impl Engine {
         blocking: bool,
     ) -> MpiResult<Result<usize, Combiner>> {
         let len = data.len();
-        if out.len() != len
+        if len < STAGED_MIN
+            || out.len() != len
             || self.settings.algos.allreduce != AllreduceAlgo::Auto
             || self.offload.is_some()
         {
@@ -180,7 +181,7 @@ impl Engine {
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
         let len = data.len();
-        if !self.settings.algos.reduce_auto || self.offload.is_some() {
+        if len < STAGED_MIN || !self.settings.algos.reduce_auto || self.offload.is_some() {
             return Ok(None);
         }
         let Some(chan) = self.chunked_channel(comm, len, blocking)? else {
@@ -338,7 +339,8 @@ impl Engine {
         len: usize,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
-        if len < BCAST_MIN.min(STAGED_MIN) || !self.device_ready(comm, len, usize::MAX, blocking)? {
+        // The callers hold their own thresholds.
+        if !self.device_ready(comm, len, usize::MAX, blocking)? {
             return Ok(None);
         }
         let Some(dev) = self.net.shm.as_ref().and_then(|s| s.device()) else {

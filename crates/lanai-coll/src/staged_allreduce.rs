@@ -101,9 +101,9 @@ pub trait StagedWires {
     fn clear_readers(&self, slot: usize);
     /// Counts this member as done reading member `i`'s `slot`.
     fn add_reader(&self, i: usize, slot: usize);
-    /// Copies bytes `part` of member `i`'s `slot` into bytes
-    /// `chunk.start + part` of the receive buffer.
-    fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>);
+    /// Copies bytes `part` of member `i`'s `slot` into the receive buffer
+    /// from byte `at` on.
+    fn gather(&self, i: usize, slot: usize, part: Range<usize>, at: usize);
 }
 
 /// The end of one pass of a poll loop that took `step`s or not: `None`
@@ -257,6 +257,11 @@ impl StagedAllreduce {
         }
     }
 
+    /// This member's position.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
     /// Makes this a reduce whose result only member `root` gathers.
     pub fn to_root(mut self, root: usize) -> Self {
         self.root = Some(root);
@@ -364,7 +369,9 @@ impl StagedAllreduce {
                 let bytes = self.bytes(k);
                 if self.gathers() {
                     for i in (0..self.members).filter(|&i| i != self.me) {
-                        w.gather(i, self.slot(k), bytes.clone(), self.part(i, bytes.len()));
+                        let part = self.part(i, bytes.len());
+                        let at = bytes.start + part.start;
+                        w.gather(i, self.slot(k), part, at);
                     }
                 }
                 w.set_mark(self.slot(k), Mark::Finished, self.stamp(k));
@@ -453,6 +460,11 @@ impl StagedShare {
     /// Chunks each source's buffer takes, hence stamps the operation uses.
     pub fn chunks(&self) -> usize {
         self.at.count()
+    }
+
+    /// This member's position.
+    pub fn me(&self) -> usize {
+        self.me
     }
 
     /// Whether this member reads, hence keeps a receive buffer.
@@ -586,8 +598,7 @@ impl StagedShare {
                 let bytes = self.at.bytes(k);
                 for i in (0..self.members).filter(|&i| from(i)) {
                     if let Some((part, at)) = self.wanted(i, &bytes) {
-                        let to = at - part.start;
-                        w.gather(i, slot, to..to + bytes.len(), part);
+                        w.gather(i, slot, part, at);
                     }
                     w.add_reader(i, slot);
                 }
@@ -712,8 +723,7 @@ mod tests {
             }
             Ok(())
         }
-        fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>) {
-            let at = chunk.start + part.start;
+        fn gather(&self, i: usize, slot: usize, part: Range<usize>, at: usize) {
             let src = self.node.slots.borrow()[i][slot][part.clone()].to_vec();
             self.out.borrow_mut()[at..at + part.len()].copy_from_slice(&src);
         }

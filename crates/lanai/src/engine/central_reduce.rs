@@ -82,8 +82,9 @@ enum Work {
         out: UserBuf,
         shape: ReduceTree,
     },
-    /// A large allreduce through the staging slots, every member alike.
-    Allreduce(Box<StagedOp>),
+    /// A collective through the staging slots in chunks
+    /// (`staged_allreduce.rs`).
+    Chunked(Box<StagedOp>),
 }
 
 impl std::fmt::Debug for MailOp {
@@ -95,7 +96,7 @@ impl std::fmt::Debug for MailOp {
                 "root",
                 &matches!(
                     self.work,
-                    Work::Collect { .. } | Work::StagedCollect { .. } | Work::Allreduce(_)
+                    Work::Collect { .. } | Work::StagedCollect { .. } | Work::Chunked(_)
                 ),
             )
             .finish()
@@ -283,9 +284,9 @@ impl Engine {
         Ok(Some(req))
     }
 
-    /// Runs staged allreduce `op` on channel `chan` of `comm` among the
+    /// Runs chunked collective `op` on channel `chan` of `comm` among the
     /// mailbox ops, which share its slots and stamps.
-    pub(super) fn start_mail_allreduce(
+    pub(super) fn start_mail_chunked(
         &mut self,
         comm: usize,
         chan: usize,
@@ -296,7 +297,7 @@ impl Engine {
             req,
             comm,
             chan,
-            work: Work::Allreduce(Box::new(op)),
+            work: Work::Chunked(Box::new(op)),
         });
         self.drive_mail()?;
         Ok(req)
@@ -395,7 +396,7 @@ fn folds_too_much(members: usize, len: usize) -> bool {
 fn root_of(work: &Work) -> Option<usize> {
     match work {
         Work::Post { post, .. } | Work::StagedPost { post, .. } => Some(post.root()),
-        Work::Collect { .. } | Work::StagedCollect { .. } | Work::Allreduce(_) => None,
+        Work::Collect { .. } | Work::StagedCollect { .. } | Work::Chunked(_) => None,
     }
 }
 
@@ -430,7 +431,6 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
     let w = dev.channel(op.chan);
     let (wires, free) = (setup.members(), &setup.free);
     let op_chan = op.chan;
-    let me = wires.iter().position(|&m| m == setup.me()).unwrap_or(0);
     Ok(match &mut op.work {
         Work::Post { post, data } => posted(post.poll(&w, free, data.as_slice())),
         Work::StagedPost {
@@ -453,15 +453,15 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
         Work::Collect { collect, .. } | Work::StagedCollect { collect, .. } => {
             poll_collect(collect, &w, wires)
         }
-        Work::Allreduce(op) => match dev.stage(op_chan) {
-            Some(st) => match op.poll(st, wires, me) {
+        Work::Chunked(op) => match dev.stage(op_chan) {
+            Some(st) => match op.poll(st, wires, setup.me()) {
                 Poll::Waiting => Outcome::Waiting,
                 // Members waiting for this one's marks may go on.
                 Poll::Moved => Outcome::Took,
                 Poll::Done => Outcome::Collected,
                 Poll::Failed(e) => Outcome::Failed(e),
             },
-            None => Outcome::Failed(MpiError::internal("staged allreduce lost its slots")),
+            None => Outcome::Failed(MpiError::internal("chunked collective lost its slots")),
         },
     })
 }
@@ -522,7 +522,7 @@ fn finish_collect(
             Ok(spare) => (spare, Ok(())),
             Err(e) => (Vec::new(), Err(e)),
         },
-        (Outcome::Collected, Work::Allreduce(_)) => (Vec::new(), Ok(())),
+        (Outcome::Collected, Work::Chunked(_)) => (Vec::new(), Ok(())),
         (
             Outcome::Collected,
             Work::StagedCollect {

@@ -93,8 +93,11 @@ pub struct StagedOp {
 
 impl StagedOp {
     /// Polls the op once over channel stage `st`, whose members' device
-    /// inputs are `members` in communicator-rank order.
-    pub(super) fn poll(&mut self, st: Stage<'_>, members: &[usize], me: usize) -> Poll {
+    /// inputs are `members` in communicator-rank order; this rank's input
+    /// is `input`.
+    pub(super) fn poll(&mut self, st: Stage<'_>, members: &[usize], input: usize) -> Poll {
+        let me = self.machine_me();
+        debug_assert_eq!(members.get(me), Some(&input));
         let mut w = Wires {
             st,
             members,
@@ -117,6 +120,16 @@ impl StagedOp {
             Progress::Failed(e @ StagedError::LengthMismatch { .. }) => {
                 Poll::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string()))
             }
+        }
+    }
+}
+
+impl StagedOp {
+    /// This rank's position among the members, as its machine knows it.
+    fn machine_me(&self) -> usize {
+        match &self.machine {
+            Machine::Reduce(m) => m.me(),
+            Machine::Share(m) => m.me(),
         }
     }
 }
@@ -405,7 +418,7 @@ impl Engine {
             scratch: Vec::new(),
             spare: Vec::new(),
         };
-        self.start_mail_allreduce(comm, chan, op)
+        self.start_mail_chunked(comm, chan, op)
     }
 }
 
@@ -544,9 +557,8 @@ impl StagedWires for Wires<'_> {
         Ok(())
     }
 
-    fn gather(&self, i: usize, slot: usize, chunk: Range<usize>, part: Range<usize>) {
+    fn gather(&self, i: usize, slot: usize, part: Range<usize>, at: usize) {
         let Some(out) = self.out else { return };
-        let at = chunk.start + part.start;
         let bytes = self.st.bytes_at(self.members[i], slot, part);
         if out.is_contiguous() {
             out.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);

@@ -276,17 +276,8 @@ impl Engine {
             }
             o.write_at(rank * len, &data);
         }
-        self.net.counters.chunked_gathers += 1;
-        let share = match root {
-            Some(_) => Share::Gather,
-            None => Share::Allgather,
-        };
-        let what = What::Share {
-            root: root.unwrap_or(0) as usize,
-            share,
-            len,
-        };
-        self.start_chunked(comm, chan, Source::Owned(data), out, what)
+        let shares = (Share::Gather, Share::Allgather);
+        self.start_blocks(comm, chan, data, out, root, shares, len)
             .map(Ok)
     }
 
@@ -329,18 +320,31 @@ impl Engine {
             let at = if root.is_some() { 0 } else { rank * block };
             o.write_at(at, &data[rank * block..(rank + 1) * block]);
         }
+        let shares = (Share::Scatter, Share::Alltoall);
+        self.start_blocks(comm, chan, data, out, root, shares, len)
+            .map(Ok)
+    }
+
+    /// Starts the first of `(rooted, all)` when `root` is given, else the
+    /// second, with this rank's copy `data` of what it sends.
+    #[allow(clippy::too_many_arguments)]
+    fn start_blocks(
+        &mut self,
+        comm: usize,
+        chan: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: Option<u32>,
+        (rooted, all): (Share, Share),
+        len: usize,
+    ) -> MpiResult<usize> {
         self.net.counters.chunked_gathers += 1;
-        let share = match root {
-            Some(_) => Share::Scatter,
-            None => Share::Alltoall,
-        };
         let what = What::Share {
             root: root.unwrap_or(0) as usize,
-            share,
+            share: if root.is_some() { rooted } else { all },
             len,
         };
         self.start_chunked(comm, chan, Source::Owned(data), out, what)
-            .map(Ok)
     }
 
     /// The channel of `comm`'s staging slots, when a reduction of `len`

@@ -129,6 +129,11 @@ mod tests {
             .collect()
     }
 
+    /// Nanoseconds a copy takes by each way: `shared`, else `stream`.
+    fn costs(shared: u64, stream: u64) -> impl Fn(Way) -> u64 {
+        move |c| if c == Way::Shared { shared } else { stream }
+    }
+
     fn count(v: &[Way], c: Way) -> usize {
         v.iter().filter(|&&x| x == c).count()
     }
@@ -136,23 +141,11 @@ mod tests {
     #[test]
     fn probes_both_then_keeps_the_cheaper() {
         let mut p = CopyPick::default();
-        let v = run(&mut p, 6, 65536, |c| {
-            if c == Way::Shared {
-                9_000
-            } else {
-                18_000
-            }
-        });
+        let v = run(&mut p, 6, 65536, costs(9_000, 18_000));
         assert_eq!(count(&v, Way::Stream), 3);
         assert_eq!(count(&v, Way::Shared), 3);
         assert_eq!(v[0], Way::Stream, "streaming, the old default, goes first");
-        let v = run(&mut p, 63, 65536, |c| {
-            if c == Way::Shared {
-                9_000
-            } else {
-                18_000
-            }
-        });
+        let v = run(&mut p, 63, 65536, costs(9_000, 18_000));
         assert!(v.iter().all(|&c| c == Way::Shared), "{v:?}");
         // The 64th pick after the probes tries streaming again.
         assert_eq!(run(&mut p, 1, 65536, |_| 1)[0], Way::Stream);
@@ -161,13 +154,7 @@ mod tests {
     #[test]
     fn streaming_stays_where_it_is_cheaper() {
         let mut p = CopyPick::default();
-        let v = run(&mut p, 1000, 65536, |c| {
-            if c == Way::Shared {
-                4_500
-            } else {
-                2_900
-            }
-        });
+        let v = run(&mut p, 1000, 65536, costs(4_500, 2_900));
         // 3 probes, then one try in 64.
         let shared = count(&v, Way::Shared);
         assert!((3..=3 + 1000 / 64).contains(&shared), "{shared}");

@@ -18,6 +18,15 @@
 //! whole line ([`GROUP`] slots) when it reaches one it has not: a member
 //! that keeps ahead of its roots then reads that line once per group.
 //!
+//! The same slots carry posts that several members read ([`Post::poll_for`]
+//! and [`Read`]): a broadcast's root posts its data for every other
+//! member, a scatter's root the whole vector, a scan's member its part for
+//! the members above it. There the owner sets `taken` to its stamp less
+//! the number of readers before it fills the slot, and each reader adds
+//! one once it has copied the data out, so the slot is free (`taken`
+//! equals `filled` again) when the last reader is done. The owner goes on
+//! at once, as a reduce's non-root does.
+//!
 //! As in [`crate::central`], every poll makes single accesses to the
 //! wires, so a model can interleave ranks freely.
 
@@ -42,6 +51,12 @@ pub trait MailWires {
     fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize;
     /// Publishes that the contribution `stamp` in member `i`'s `slot` is read.
     fn take(&self, i: usize, slot: usize, stamp: u32);
+    /// Sets the `taken` stamp of member `i`'s own `slot` (its owner, before
+    /// a fill that several members read); ordered by the fill's release.
+    fn expect(&self, i: usize, slot: usize, stamp: u32);
+    /// Adds one to the `taken` stamp of member `i`'s `slot` (one reader
+    /// done with it), with release ordering.
+    fn give(&self, i: usize, slot: usize);
 }
 
 /// Slots whose `taken` stamps a member reads in one look: four-byte
@@ -205,6 +220,60 @@ impl Post {
     }
 }
 
+impl Post {
+    /// Posts `data` for `readers` members (at least one) to read with
+    /// [`Read`], once the slot is free; true once posted.
+    #[inline(always)]
+    pub fn poll_for(
+        &mut self,
+        w: &impl MailWires,
+        free: &FreeSlots,
+        data: &[u8],
+        readers: u32,
+    ) -> bool {
+        debug_assert!(readers > 0, "a post nobody reads");
+        let slot = slot_of(self.stamp);
+        if !free.claim(w, self.me, slot) {
+            return false;
+        }
+        w.expect(self.me, slot, self.stamp.wrapping_sub(readers));
+        w.fill(self.me, slot, self.stamp, data);
+        true
+    }
+}
+
+/// A reader's part of a post made with [`Post::poll_for`].
+#[derive(Debug, Clone, Copy)]
+pub struct Read {
+    src: usize,
+    stamp: u32,
+}
+
+impl Read {
+    /// Reads post `stamp` of the member whose input is `src`.
+    pub fn new(src: usize, stamp: u32) -> Self {
+        Self { src, stamp }
+    }
+
+    /// Copies the post into `out` once it is there and counts this reader
+    /// done; `Some` of its length as written (it may exceed `out`).
+    #[inline(always)]
+    pub fn poll(&self, w: &impl MailWires, out: &mut [u8]) -> Option<usize> {
+        let slot = slot_of(self.stamp);
+        if w.filled(self.src, slot) != self.stamp {
+            return None;
+        }
+        let n = w.read(self.src, slot, out);
+        w.give(self.src, slot);
+        Some(n)
+    }
+
+    /// The poster's input on the wires.
+    pub fn src(&self) -> usize {
+        self.src
+    }
+}
+
 /// The root's part of one reduce: take every member's contribution, in
 /// communicator-rank order.
 #[derive(Debug, Clone)]
@@ -358,6 +427,13 @@ mod tests {
         fn take(&self, i: usize, slot: usize, stamp: u32) {
             self.slots.borrow_mut()[Self::at(i, slot)].1 = stamp;
         }
+        fn expect(&self, i: usize, slot: usize, stamp: u32) {
+            self.slots.borrow_mut()[Self::at(i, slot)].1 = stamp;
+        }
+        fn give(&self, i: usize, slot: usize) {
+            let s = &mut self.slots.borrow_mut()[Self::at(i, slot)];
+            s.1 = s.1.wrapping_add(1);
+        }
     }
 
     fn word(member: usize, stamp: u32) -> Vec<u8> {
@@ -481,6 +557,12 @@ mod tests {
         fn take(&self, i: usize, slot: usize, stamp: u32) {
             self.inner.take(i, slot, stamp)
         }
+        fn expect(&self, i: usize, slot: usize, stamp: u32) {
+            self.inner.expect(i, slot, stamp)
+        }
+        fn give(&self, i: usize, slot: usize) {
+            self.inner.give(i, slot)
+        }
     }
 
     #[test]
@@ -603,6 +685,100 @@ mod tests {
                 }
             }
             prop_assert!(doing.iter().all(Option::is_none), "stuck at {:?}", at);
+        }
+
+        /// Reduces, broadcasts and scans mixed on the same slots, under a
+        /// seeded schedule: every reader gets exactly the post made for
+        /// its operation, every schedule finishes, and every slot is free
+        /// at the end, so the reader counts add up.
+        #[test]
+        fn posts_with_several_readers_mix_with_reduces(
+            members in 1usize..6,
+            kinds in proptest::collection::vec((0u8..3, 0usize..6), 1..40),
+            schedule in proptest::collection::vec(0usize..6, 0..4000),
+        ) {
+            let w = Model::new(members);
+            let free: Vec<FreeSlots> = (0..members).map(|_| FreeSlots::default()).collect();
+            let wires: Vec<usize> = (0..members).rev().collect();
+            // What a member does for one operation, in order.
+            enum Part { Post(Post, u32), Collect(Collect), Read(Read, usize) }
+            let parts = |m: usize, s: u32| -> Vec<Part> {
+                let (kind, root) = kinds[(s - 1) as usize];
+                let root = root % members;
+                let n = members as u32;
+                match kind {
+                    // A reduce.
+                    0 if m == root => vec![Part::Collect(Collect::new(s, members, root, &word(m, s), Vec::new()))],
+                    0 => vec![Part::Post(Post::new(wires[m], s, root), 0)],
+                    // A broadcast.
+                    1 if m == root && members > 1 => vec![Part::Post(Post::new(wires[m], s, root), n - 1)],
+                    1 if m == root => vec![],
+                    1 => vec![Part::Read(Read::new(wires[root], s), root)],
+                    // A scan: its own part for those above, then those below.
+                    _ => {
+                        let above = n - 1 - m as u32;
+                        let post = (above > 0).then(|| Part::Post(Post::new(wires[m], s, m), above));
+                        post.into_iter()
+                            .chain((0..m).map(|k| Part::Read(Read::new(wires[k], s), k)))
+                            .collect()
+                    }
+                }
+            };
+            let ops = kinds.len() as u32;
+            let mut at: Vec<u32> = vec![1; members];
+            let mut doing: Vec<Vec<Part>> = (0..members).map(|m| parts(m, 1)).collect();
+            let step = |m: usize, at: &mut Vec<u32>, doing: &mut Vec<Vec<Part>>| {
+                if at[m] > ops {
+                    return;
+                }
+                let s = at[m];
+                let done = match doing[m].first_mut() {
+                    None => true,
+                    Some(Part::Post(p, 0)) => p.poll(&w, &free[wires[m]], &word(m, s)),
+                    Some(Part::Post(p, readers)) => p.poll_for(&w, &free[wires[m]], &word(m, s), *readers),
+                    Some(Part::Collect(c)) => {
+                        let done = c.poll(&w, &wires).expect("sizes match");
+                        if done {
+                            let want: Vec<Vec<u8>> = (0..members).map(|k| word(k, s)).collect();
+                            let got: Vec<Vec<u8>> = c.parts().iter().map(|p| p.to_vec()).collect();
+                            assert_eq!(got, want, "reduce {}", s);
+                        }
+                        done
+                    }
+                    Some(Part::Read(r, from)) => {
+                        let mut got = [0u8; 8];
+                        let n = r.poll(&w, &mut got);
+                        if n.is_some() {
+                            assert_eq!(n, Some(8));
+                            assert_eq!(got.to_vec(), word(*from, s), "op {} read by {}", s, m);
+                        }
+                        n.is_some()
+                    }
+                };
+                if done && !doing[m].is_empty() {
+                    doing[m].remove(0);
+                }
+                if doing[m].is_empty() {
+                    at[m] += 1;
+                    if at[m] <= ops {
+                        doing[m] = parts(m, at[m]);
+                    }
+                }
+            };
+            for &m in &schedule {
+                step(m % members, &mut at, &mut doing);
+            }
+            for _ in 0..(ops as usize + 2) * SLOTS as usize * members * 8 {
+                for m in 0..members {
+                    step(m, &mut at, &mut doing);
+                }
+            }
+            prop_assert!(at.iter().all(|&a| a > ops), "stuck at {:?}", at);
+            for i in 0..members {
+                for slot in 0..SLOTS as usize {
+                    prop_assert_eq!(w.taken(i, slot), w.filled(i, slot), "member {} slot {}", i, slot);
+                }
+            }
         }
     }
 }

@@ -498,6 +498,16 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.chunked_gathers,
     },
     Pvar {
+        name: "lanai_device_colls",
+        desc: "Small allgathers, all-to-alls and reduce-scatters on a node that rode on a barrier of the device",
+        read: |e| e.net.counters.device_colls,
+    },
+    Pvar {
+        name: "lanai_mail_shares",
+        desc: "Small broadcasts, scatters, gathers and scans on a node that went through the device's mailboxes",
+        read: |e| e.net.counters.mail_shares,
+    },
+    Pvar {
         name: "lanai_flat_reduces",
         desc: "Reduces across nodes sent straight to the root",
         read: |e| e.net.counters.flat_reduces,

@@ -12,6 +12,7 @@ use super::coll::MakeCombiner;
 use super::comm::{Capture, RankMap, Slot};
 use super::error::{MpiError, MpiResult};
 use super::request::{Op, DONE};
+use super::riding::{Kind, Riding, Source};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::DATA_MAX;
@@ -130,30 +131,16 @@ pub struct CentralOp {
     seq: u32,
     /// The leader's tree instance, once the node's inputs are all in.
     tree_req: Option<usize>,
-    /// A small allreduce riding on the barrier: every rank's contribution
-    /// sits in its data slot, and each folds them all when the barrier is out.
-    reduce: Option<SmallReduce>,
-    /// This rank's contribution, written to its slot when it arrives: not
-    /// before, since the slot of generation g + 2 is the slot of g, which
-    /// other ranks may still be reading. It is the caller's send buffer
-    /// (or its receive buffer, in place), which MPI keeps unchanged until
-    /// completion.
-    data: Option<UserBuf>,
-}
-
-/// The reduction part of a device allreduce.
-pub struct SmallReduce {
-    len: usize,
-    op: super::coll::Combiner,
-    out: UserBuf,
-}
-
-impl std::fmt::Debug for SmallReduce {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmallReduce")
-            .field("len", &self.len)
-            .finish()
-    }
+    /// A small collective riding on the barrier (`riding.rs`): every
+    /// rank's part sits in its data slot, and each reads what it needs
+    /// from them all when the barrier is out.
+    riding: Option<Riding>,
+    /// This rank's part, written to its slot when it arrives: not before,
+    /// since the slot of generation g + 2 is the slot of g, which other
+    /// ranks may still be reading. A user buffer is the caller's send
+    /// buffer (or its receive buffer, in place), which MPI keeps unchanged
+    /// until completion.
+    data: Option<Source>,
 }
 
 impl CentralOp {
@@ -215,9 +202,6 @@ enum Action {
 /// a request in the general wait (which goes on spinning, then yields and
 /// sleeps): about 10-20 us, time enough for ranks that arrive together.
 const SPIN_IN_PLACE: u32 = 1000;
-
-/// Members whose device contributions are listed on the stack when folded.
-const STACK_PARTS: usize = 16;
 
 /// `Engine::allreduce_through_root`: from this many ranks, for lengths
 /// above the device's data slots and below the staged allreduce's
@@ -427,12 +411,12 @@ impl Engine {
         if !self.device_ready(comm, data.len(), DATA_MAX, may_agree)? {
             return Ok(Err(op));
         }
-        let reduce = SmallReduce {
+        let riding = Riding {
+            kind: Kind::Allreduce(op),
             len: data.len(),
-            op,
             out,
         };
-        self.central_start_with(comm, Some((data, reduce)), may_agree)
+        self.central_start_with(comm, Some((Source::User(data), riding)), may_agree)
             .map(Ok)
     }
 
@@ -552,13 +536,13 @@ impl Engine {
         ))
     }
 
-    /// Starts a device barrier, with a small allreduce riding on it if
-    /// `reduce` says so. `blocking`: the caller waits at once, and gets
+    /// Starts a device barrier, with a small collective riding on it if
+    /// `riding` says so (its part is written on arrival). `blocking`: the caller waits at once, and gets
     /// [`DONE`] instead of a request if the barrier is over as it starts.
-    fn central_start_with(
+    pub(super) fn central_start_with(
         &mut self,
         comm: usize,
-        reduce: Option<(UserBuf, SmallReduce)>,
+        riding: Option<(Source, Riding)>,
         blocking: bool,
     ) -> MpiResult<usize> {
         let cm = self.comms.get_mut(comm)?;
@@ -570,7 +554,7 @@ impl Engine {
         setup.gen = setup.gen.wrapping_add(1);
         let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
         let chan = setup.chan;
-        let (reduce, data) = match (reduce, chan) {
+        let (riding, data) = match (riding, chan) {
             (Some((data, r)), Some(_)) => (Some(r), Some(data)),
             _ => (None, None),
         };
@@ -580,7 +564,7 @@ impl Engine {
             dev,
             seq,
             tree_req: None,
-            reduce,
+            riding,
             data,
         };
         // A blocking call that is last to arrive is done here, with no
@@ -727,59 +711,36 @@ impl Engine {
         if raised {
             self.central_wake(op.comm, false)?;
         }
-        if let Some(r) = &op.reduce {
-            let buf = self.st.colls.take_buf();
-            let buf = self.central_fold(op.comm, op.dev.generation(), r, buf)?;
+        if let Some(r) = &op.riding {
+            let mut buf = self.st.colls.take_buf();
+            let res = self.central_read(op.comm, op.dev.generation(), r, &mut buf);
             self.st.colls.give_buf(buf);
+            res?;
         }
         Ok(())
     }
 
-    /// Every member's contribution, folded in the canonical order in `buf`
-    /// (scratch, given back), into the caller's buffer.
-    fn central_fold(
-        &self,
-        comm: usize,
-        gen: u32,
-        r: &SmallReduce,
-        mut buf: Vec<u8>,
-    ) -> MpiResult<Vec<u8>> {
+    /// Every member's part of a riding collective, read where it lies
+    /// into the caller's buffer; `buf` is scratch.
+    fn central_read(&self, comm: usize, gen: u32, r: &Riding, buf: &mut Vec<u8>) -> MpiResult<()> {
         let Central::Active(Setup {
             chan: Some(ch),
             members,
+            me,
             ..
         }) = &self.comms.get(comm)?.central
         else {
-            return Err(MpiError::internal("device allreduce without a channel"));
+            return Err(MpiError::internal("device collective without a channel"));
         };
         let device = self.net.shm.as_ref().and_then(|s| s.device());
         let w = device
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
-        // Every part folded where it lies, in the canonical grouping,
-        // straight into the caller's buffer; the parts listed on the stack
-        // for the usual sizes.
-        let mut stack: [&[u8]; STACK_PARTS] = [&[]; STACK_PARTS];
-        let mut heap = Vec::new();
-        let parts: &mut [&[u8]] = if members.len() <= STACK_PARTS {
-            &mut stack[..members.len()]
-        } else {
-            heap.resize(members.len(), &[][..]);
-            &mut heap
-        };
-        for (p, &i) in parts.iter_mut().zip(members) {
-            *p = w.data(i, gen, r.len);
-        }
-        let op_err =
-            |e: lanai_coll::OpError| MpiError::new(crate::abi::consts::MPI_ERR_OP, e.to_string());
-        if r.out.is_contiguous() && r.out.len() == r.len {
-            lanai_coll::fold_into(parts, r.out.as_mut_slice(), &r.op, &mut buf).map_err(op_err)?;
-        } else {
-            let mut res = vec![0; r.len];
-            lanai_coll::fold_into(parts, &mut res, &r.op, &mut buf).map_err(op_err)?;
-            r.out.write(&res);
-        }
-        Ok(buf)
+        let pos = members
+            .iter()
+            .position(|i| i == me)
+            .ok_or_else(|| MpiError::internal("device collective: not a member"))?;
+        r.finish(&w, gen, members, pos, buf)
     }
 
     /// Wakes local members asleep on `comm`'s barrier: the futex sleepers

@@ -15,15 +15,17 @@ use super::central::{Central, Setup};
 use super::coll::{Combiner, MakeCombiner};
 use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
+use super::mail_share::{MailScan, ScanPoll};
 use super::net::Net;
 use super::request::{Op, DONE};
+use super::riding::Source;
 use super::staged_allreduce::{Poll, StagedOp};
 use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, Device, MAIL_MAX};
 use crate::shm::stage::{self, Stage, STAGE_MAX};
-use lanai_coll::mailbox::{Collect, FreeSlots, Post};
+use lanai_coll::mailbox::{Collect, FreeSlots, Post, Read};
 use lanai_coll::ReduceTree;
 
 /// A staged contribution's descriptor, as its mailbox slot carries it: the
@@ -54,13 +56,24 @@ pub struct MailOp {
     work: Work,
 }
 
-enum Work {
+pub(super) enum Work {
     /// `data` is the caller's send buffer, which MPI keeps unchanged until
-    /// the reduce completes: it is copied once, into the slot.
-    Post { post: Post, data: UserBuf },
+    /// the reduce completes, or a copy the call made: it is copied once,
+    /// into the slot.
+    Post { post: Post, data: Source },
+    /// A post that `readers` members read (`mail_share.rs`).
+    PostFor {
+        post: Post,
+        data: Source,
+        readers: u32,
+    },
+    /// Reading a post: bytes `at..at + out.len()` of it go to `out`.
+    Read { read: Read, out: UserBuf, at: usize },
+    /// A scan's posts and reads (`mail_share.rs`).
+    Scan(Box<MailScan>),
     Collect {
         collect: Collect,
-        op: Combiner,
+        merge: Merge,
         out: UserBuf,
         shape: ReduceTree,
     },
@@ -87,6 +100,14 @@ enum Work {
     Chunked(Box<StagedOp>),
 }
 
+/// What a root makes of the contributions it collected.
+pub(super) enum Merge {
+    /// A reduce's: folds them.
+    Fold(Combiner),
+    /// A gather's: lays them end to end, in rank order.
+    Gather,
+}
+
 impl std::fmt::Debug for MailOp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MailOp")
@@ -96,7 +117,10 @@ impl std::fmt::Debug for MailOp {
                 "root",
                 &matches!(
                     self.work,
-                    Work::Collect { .. } | Work::StagedCollect { .. } | Work::Chunked(_)
+                    Work::Collect { .. }
+                        | Work::StagedCollect { .. }
+                        | Work::Chunked(_)
+                        | Work::PostFor { .. }
                 ),
             )
             .finish()
@@ -115,6 +139,10 @@ enum Outcome {
     /// A root took some contributions: their owners may wait for the slots.
     Took,
     Posted,
+    /// A reader copied a post out: its poster may wait for the slot.
+    Read,
+    /// A scan is over: the members whose parts it read may wait for slots.
+    Scanned,
     Collected,
     Failed(MpiError),
 }
@@ -233,7 +261,7 @@ impl Engine {
                 } else {
                     Work::Collect {
                         collect,
-                        op,
+                        merge: Merge::Fold(op),
                         out,
                         shape,
                     }
@@ -271,7 +299,10 @@ impl Engine {
                 after,
                 staged: in_stage,
             },
-            _ => Work::Post { post, data },
+            _ => Work::Post {
+                post,
+                data: Source::User(data),
+            },
         };
         let req = self.st.reqs.insert(Op::Coll);
         self.st.colls.mail.push(MailOp {
@@ -282,6 +313,53 @@ impl Engine {
         });
         self.drive_mail()?;
         Ok(Some(req))
+    }
+
+    /// Runs `work` on channel `chan` of `comm` among the mailbox ops.
+    /// `first_try`: a blocking call with no other mailbox op in flight
+    /// (those are polled whenever one starts) polls once before it makes a
+    /// request, and gets [`DONE`] if that finished it.
+    pub(super) fn start_mail(
+        &mut self,
+        comm: usize,
+        chan: usize,
+        work: Work,
+        first_try: bool,
+    ) -> MpiResult<usize> {
+        let mut op = MailOp {
+            req: DONE,
+            comm,
+            chan,
+            work,
+        };
+        if first_try && self.st.colls.mail.is_empty() {
+            match poll_op(&self.net, &self.comms, &mut op)? {
+                Outcome::Waiting => {}
+                Outcome::Took => self.mail_wake(comm)?,
+                outcome => {
+                    self.mail_end(comm, chan, op.work, outcome)?;
+                    return Ok(DONE);
+                }
+            }
+        }
+        op.req = self.st.reqs.insert(Op::Coll);
+        let req = op.req;
+        self.st.colls.mail.push(op);
+        self.drive_mail()?;
+        Ok(req)
+    }
+
+    /// The next mailbox stamp of `comm`, whose channel `device_ready`
+    /// found: (channel, stamp).
+    pub(super) fn mail_stamp(&mut self, comm: usize) -> MpiResult<(usize, u32)> {
+        let Central::Active(setup) = &mut self.comms.get_mut(comm)?.central else {
+            return Err(MpiError::internal("mailbox op without a channel"));
+        };
+        let chan = setup
+            .node_channel()
+            .ok_or_else(|| MpiError::internal("mailbox op off its node"))?;
+        setup.mail = setup.mail.wrapping_add(1);
+        Ok((chan, setup.mail))
     }
 
     /// Runs chunked collective `op` on channel `chan` of `comm` among the
@@ -329,9 +407,9 @@ impl Engine {
         Ok(did)
     }
 
-    /// Finishes an op that is over: a post wakes its root; a collect folds
-    /// into the caller's buffer, then wakes the members that may wait for
-    /// the slots it gave back.
+    /// Finishes an op that is over: a post wakes its root (or its readers),
+    /// a read its poster; a collect folds into the caller's buffer, then
+    /// wakes the members that may wait for the slots it gave back.
     fn mail_end(
         &mut self,
         comm: usize,
@@ -339,7 +417,7 @@ impl Engine {
         work: Work,
         outcome: Outcome,
     ) -> MpiResult<()> {
-        let posted = matches!(outcome, Outcome::Posted);
+        let posted = matches!(outcome, Outcome::Posted | Outcome::Read | Outcome::Scanned);
         let Central::Active(setup) = &self.comms.get(comm)?.central else {
             return match posted {
                 true => Ok(()),
@@ -347,13 +425,21 @@ impl Engine {
             };
         };
         let members = setup.members();
-        let (res, targets) = match (posted, root_of(&work)) {
-            (true, Some(r)) => (Ok(()), members.get(r..=r).unwrap_or(&[])),
-            (true, None) => (
-                Err(MpiError::internal("a mailbox op ended out of turn")),
-                &[][..],
-            ),
-            (false, _) => {
+        let poster;
+        let (res, targets) = match (&outcome, &work) {
+            (Outcome::Posted, Work::PostFor { .. }) | (Outcome::Scanned, _) => (Ok(()), members),
+            (Outcome::Read, Work::Read { read, .. }) => {
+                poster = [read.src()];
+                (Ok(()), &poster[..])
+            }
+            _ if posted => match root_of(&work) {
+                Some(r) => (Ok(()), members.get(r..=r).unwrap_or(&[])),
+                None => (
+                    Err(MpiError::internal("a mailbox op ended out of turn")),
+                    &[][..],
+                ),
+            },
+            _ => {
                 let dev = device(&self.net)?;
                 let scratch = &mut self.st.colls.fold_scratch;
                 let (spare, res) = finish_collect(work, outcome, dev.stage(chan), members, scratch);
@@ -396,7 +482,12 @@ fn folds_too_much(members: usize, len: usize) -> bool {
 fn root_of(work: &Work) -> Option<usize> {
     match work {
         Work::Post { post, .. } | Work::StagedPost { post, .. } => Some(post.root()),
-        Work::Collect { .. } | Work::StagedCollect { .. } | Work::Chunked(_) => None,
+        Work::Collect { .. }
+        | Work::StagedCollect { .. }
+        | Work::Chunked(_)
+        | Work::PostFor { .. }
+        | Work::Read { .. }
+        | Work::Scan(_) => None,
     }
 }
 
@@ -433,6 +524,18 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
     let op_chan = op.chan;
     Ok(match &mut op.work {
         Work::Post { post, data } => posted(post.poll(&w, free, data.as_slice())),
+        Work::PostFor {
+            post,
+            data,
+            readers,
+        } => posted(post.poll_for(&w, free, data.as_slice(), *readers)),
+        Work::Read { read, out, at } => read_post(read, &w, out, *at),
+        Work::Scan(scan) => match scan.poll(&w, wires, free) {
+            ScanPoll::Waiting => Outcome::Waiting,
+            ScanPoll::Moved => Outcome::Took,
+            ScanPoll::Done => Outcome::Scanned,
+            ScanPoll::Failed(e) => Outcome::Failed(e),
+        },
         Work::StagedPost {
             post,
             data,
@@ -472,6 +575,29 @@ fn posted(done: bool) -> Outcome {
     } else {
         Outcome::Waiting
     }
+}
+
+/// Polls a read of a post once: its bytes `at..at + out.len()` go to
+/// `out`. A post too short for them fails the read (the members disagree
+/// on the lengths).
+#[inline(always)]
+fn read_post(read: &Read, w: &Channel<'_>, out: &UserBuf, at: usize) -> Outcome {
+    let mut buf = [0u8; MAIL_MAX];
+    let Some(n) = read.poll(w, &mut buf) else {
+        return Outcome::Waiting;
+    };
+    let want = at + out.len();
+    if n < want || n > MAIL_MAX {
+        return Outcome::Failed(MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!(
+                "the root sent {n} bytes, this rank expects its {} at byte {at}",
+                out.len()
+            ),
+        ));
+    }
+    out.write(&buf[at..want]);
+    Outcome::Read
 }
 
 /// A non-root's staged post: copies `data` into its staging slot once the
@@ -514,11 +640,11 @@ fn finish_collect(
             Outcome::Collected,
             Work::Collect {
                 collect,
-                op,
+                merge,
                 out,
                 shape,
             },
-        ) => match fold_out(collect, &op, shape, &out) {
+        ) => match fold_out(collect, &merge, shape, &out) {
             Ok(spare) => (spare, Ok(())),
             Err(e) => (Vec::new(), Err(e)),
         },
@@ -638,11 +764,19 @@ fn poll_collect(collect: &mut Collect, w: &Channel<'_>, wires: &[usize]) -> Outc
 /// walk their shape.
 fn fold_out(
     collect: Collect,
-    op: &Combiner,
+    merge: &Merge,
     shape: ReduceTree,
     out: &UserBuf,
 ) -> MpiResult<Vec<u8>> {
     let op_err = |e: lanai_coll::OpError| MpiError::new(c::MPI_ERR_OP, e.to_string());
+    let op = match merge {
+        Merge::Fold(op) => op,
+        Merge::Gather => {
+            let all = collect.into_flat();
+            out.write(&all);
+            return Ok(all);
+        }
+    };
     if shape != ReduceTree::Binomial {
         out.write(&lanai_coll::fold_tree(&collect.parts(), op, shape).map_err(op_err)?);
         return Ok(collect.into_flat());

@@ -6,6 +6,7 @@ use super::comm::RankMap;
 use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
 use super::request::{Op, Status, DONE};
+use super::riding::{self, Blocks, Riding, Source};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -477,6 +478,9 @@ pub struct Algorithms {
     /// `LANAI_REDUCE=auto`: small reduces on one node use the device's
     /// mailboxes, and others may be flat.
     pub reduce_auto: bool,
+    /// `LANAI_NODE_COLL=auto`: the other collectives on one node may use
+    /// the device (`riding.rs`) and the staging slots.
+    pub node_colls: bool,
 }
 
 impl Algorithms {
@@ -525,7 +529,17 @@ impl Algorithms {
                 )))
             }
         };
+        let node_colls = match knobs::get(&knobs::NODE_COLL).as_str() {
+            "auto" => true,
+            "messages" => false,
+            v => {
+                return Err(MpiError::other(format!(
+                    "LANAI_NODE_COLL={v:?}: the choices are auto, messages"
+                )))
+            }
+        };
         Ok(Self {
+            node_colls,
             barrier,
             barrier_channels,
             barrier_tree_k,
@@ -815,6 +829,9 @@ impl Engine {
         root: u32,
         blocking: bool,
     ) -> MpiResult<usize> {
+        if let Some(req) = self.mail_bcast(comm, buf, root, blocking)? {
+            return Ok(req);
+        }
         if let Some(req) = self.chunked_bcast(comm, buf, root, blocking)? {
             return Ok(req);
         }
@@ -970,7 +987,12 @@ impl Engine {
         data: Vec<u8>,
         out: Option<UserBuf>,
         root: u32,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        let data = match self.mail_gather(comm, data, out, root, blocking)? {
+            Ok(req) => return Ok(req),
+            Err(data) => data,
+        };
         let data = match self.chunked_gather(comm, data, out, Some(root))? {
             Ok(req) => return Ok(req),
             Err(data) => data,
@@ -1004,7 +1026,12 @@ impl Engine {
         block: usize,
         out: Option<UserBuf>,
         root: u32,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        let data = match self.mail_scatter(comm, data, block, out, root, blocking)? {
+            Ok(req) => return Ok(req),
+            Err(data) => data,
+        };
         let data = match self.chunked_blocks(comm, data, block, out, Some(root))? {
             Ok(req) => return Ok(req),
             Err(data) => data,
@@ -1032,7 +1059,23 @@ impl Engine {
     }
 
     /// Allgather of equal blocks into `out` (all blocks in rank order).
-    pub fn iallgather(&mut self, comm: usize, data: Vec<u8>, out: UserBuf) -> MpiResult<usize> {
+    pub fn iallgather(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        blocking: bool,
+    ) -> MpiResult<usize> {
+        let len = data.len();
+        if self.may_ride(comm, len, blocking)? {
+            let blocks = Blocks::Equal(len);
+            let riding = Riding {
+                kind: riding::Kind::Allgather { blocks },
+                len,
+                out,
+            };
+            return self.ride(comm, Source::Owned(data), riding, blocking);
+        }
         let data = match self.chunked_gather(comm, data, Some(out), None)? {
             Ok(req) => return Ok(req),
             Err(data) => data,
@@ -1050,8 +1093,29 @@ impl Engine {
         data: Vec<u8>,
         recv: &Layout,
         out: UserBuf,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
+        let largest = recv.counts().iter().copied().max().unwrap_or(0);
+        if recv.counts().len() == size as usize && self.may_ride(comm, largest, blocking)? {
+            let len = data.len();
+            if recv.counts()[rank as usize] != len {
+                return Err(MpiError::new(
+                    crate::abi::consts::MPI_ERR_TRUNCATE,
+                    format!(
+                        "this rank sends {len} bytes but its receive counts give it {}",
+                        recv.counts()[rank as usize]
+                    ),
+                ));
+            }
+            let blocks = Blocks::Listed(recv.clone());
+            let riding = Riding {
+                kind: riding::Kind::Allgather { blocks },
+                len,
+                out,
+            };
+            return self.ride(comm, Source::Owned(data), riding, blocking);
+        }
         let m = lanai_coll::Allgatherv::new(rank, size, data, recv).map_err(coll_err)?;
         self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
     }
@@ -1066,9 +1130,18 @@ impl Engine {
         send: &Layout,
         recv: &Layout,
         out: UserBuf,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let size = self.rank_size(comm)?.1;
         let data = match (uniform_block(send, size), uniform_block(recv, size)) {
+            (Some(b), Some(r)) if b == r && self.may_ride(comm, data.len(), blocking)? => {
+                let riding = Riding {
+                    kind: riding::Kind::Alltoall { block: b },
+                    len: data.len(),
+                    out,
+                };
+                return self.ride(comm, Source::Owned(data), riding, blocking);
+            }
             (Some(b), Some(r)) if b == r => {
                 match self.chunked_blocks(comm, data, b, Some(out), None)? {
                     Ok(req) => return Ok(req),
@@ -1104,8 +1177,25 @@ impl Engine {
         counts: &[usize],
         out: UserBuf,
         op: Combiner,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
+        let whole = counts.iter().try_fold(0usize, |a, &b| a.checked_add(b));
+        if counts.len() == size as usize
+            && whole == Some(data.len())
+            && self.may_ride(comm, data.len(), blocking)?
+        {
+            let blocks = Layout::packed(counts.to_vec()).map_err(coll_err)?;
+            let riding = Riding {
+                kind: riding::Kind::ReduceScatter {
+                    op,
+                    blocks: Blocks::Listed(blocks),
+                },
+                len: data.len(),
+                out,
+            };
+            return self.ride(comm, Source::Owned(data), riding, blocking);
+        }
         let m = lanai_coll::ReduceScatter::new(rank, size, data, counts, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
     }
@@ -1117,8 +1207,21 @@ impl Engine {
         data: Vec<u8>,
         out: UserBuf,
         op: Combiner,
+        blocking: bool,
     ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
+        let (len, block) = (data.len(), data.len() / size as usize);
+        if block * size as usize == len && self.may_ride(comm, len, blocking)? {
+            let riding = Riding {
+                kind: riding::Kind::ReduceScatter {
+                    op,
+                    blocks: Blocks::Equal(block),
+                },
+                len,
+                out,
+            };
+            return self.ride(comm, Source::Owned(data), riding, blocking);
+        }
         let m = lanai_coll::ReduceScatterBlock::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
     }
@@ -1130,7 +1233,12 @@ impl Engine {
         data: Vec<u8>,
         out: UserBuf,
         op: Combiner,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        let (data, op) = match self.mail_scan(comm, data, out, op, true, blocking)? {
+            Ok(req) => return Ok(req),
+            Err(back) => back,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Scan::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
@@ -1143,7 +1251,12 @@ impl Engine {
         data: Vec<u8>,
         out: UserBuf,
         op: Combiner,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        let (data, op) = match self.mail_scan(comm, data, out, op, false, blocking)? {
+            Ok(req) => return Ok(req),
+            Err(back) => back,
+        };
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Exscan::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))

@@ -47,6 +47,12 @@ pub struct Counters {
     pub chunked_reduces: u64,
     pub chunked_bcasts: u64,
     pub chunked_gathers: u64,
+    /// Small allgathers, all-to-alls and reduce-scatters that rode on a
+    /// device barrier (`riding.rs`).
+    pub device_colls: u64,
+    /// Small broadcasts, scatters, gathers and scans through the device's
+    /// mailboxes (`mail_share.rs`).
+    pub mail_shares: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
     pub flat_reduces: u64,
 }

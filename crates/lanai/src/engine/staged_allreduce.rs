@@ -18,6 +18,7 @@
 use super::central::Central;
 use super::coll::{Combiner, MakeCombiner};
 use super::error::{MpiError, MpiResult};
+use super::riding::Source;
 use super::Engine;
 use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
@@ -60,21 +61,6 @@ const BCAST_CROWDED_MIN: usize = 16 << 10;
 enum Machine {
     Reduce(StagedAllreduce),
     Share(StagedShare),
-}
-
-/// What a member stages: the caller's buffer, or a copy the call made.
-enum Source {
-    User(UserBuf),
-    Owned(Vec<u8>),
-}
-
-impl Source {
-    fn len(&self) -> usize {
-        match self {
-            Source::User(b) => b.len(),
-            Source::Owned(v) => v.len(),
-        }
-    }
 }
 
 /// One chunked operation in flight on this rank.
@@ -260,7 +246,7 @@ impl Engine {
         root: Option<u32>,
     ) -> MpiResult<Result<usize, Vec<u8>>> {
         let len = data.len();
-        if len < GATHER_MIN || self.offload.is_some() {
+        if len < GATHER_MIN || self.offload.is_some() || !self.settings.algos.node_colls {
             return Ok(Err(data));
         }
         let Some(chan) = self.chunked_channel(comm, len, false)? else {
@@ -295,7 +281,7 @@ impl Engine {
         out: Option<UserBuf>,
         root: Option<u32>,
     ) -> MpiResult<Result<usize, Vec<u8>>> {
-        if block < GATHER_MIN || self.offload.is_some() {
+        if block < GATHER_MIN || self.offload.is_some() || !self.settings.algos.node_colls {
             return Ok(Err(data));
         }
         let cm = self.comms.get(comm)?;

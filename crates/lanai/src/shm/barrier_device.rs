@@ -7,9 +7,9 @@
 //! so arrivals never write a line another rank writes, and two data slots
 //! per local rank for small reductions (slot `gen % 2`: a rank writes slot
 //! `g + 2` only after every rank arrived at `g + 1`, hence finished reading
-//! `g`), then each local rank's reduce mailbox: its `taken` stamps, written
-//! by roots, and `mailbox::SLOTS` one-line slots (`filled` stamp, length,
-//! data), written by the owner.
+//! `g`), then each local rank's mailbox: its `taken` stamps, written by
+//! roots and readers, and `mailbox::SLOTS` one-line slots (`filled` stamp,
+//! length, data), written by the owner.
 //!
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
@@ -390,6 +390,15 @@ impl MailWires for Channel<'_> {
 
     fn take(&self, i: usize, slot: usize, stamp: u32) {
         self.taken_word(i, slot).store(stamp, Ordering::Release);
+    }
+
+    fn expect(&self, i: usize, slot: usize, stamp: u32) {
+        // The fill's release store publishes it to the readers.
+        self.taken_word(i, slot).store(stamp, Ordering::Relaxed);
+    }
+
+    fn give(&self, i: usize, slot: usize) {
+        self.taken_word(i, slot).fetch_add(1, Ordering::Release);
     }
 }
 

@@ -28,6 +28,7 @@ unsafe fn allgather(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     not_in_place(recvbuf, "the receive buffer")?;
@@ -42,7 +43,7 @@ unsafe fn allgather(
         unsafe { send_data(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), blk)?;
-    e.iallgather(ci, data, out)
+    e.iallgather(ci, data, out, blocking)
 }
 
 /// Allgather, blocking or not, with the buffers staged for derived types.
@@ -61,6 +62,7 @@ unsafe fn allgather_staged(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -86,6 +88,7 @@ unsafe fn allgather_staged(
                     a[1].count(),
                     a[1].dt(),
                     comm,
+                    blocking,
                 )
             }
         },
@@ -133,6 +136,7 @@ unsafe fn allgatherv(
     displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     not_in_place(recvbuf, "the receive buffer")?;
@@ -153,7 +157,7 @@ unsafe fn allgatherv(
         unsafe { send_data(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), recv.block(rank).len())?;
-    e.iallgatherv(ci, data, &recv, out)
+    e.iallgatherv(ci, data, &recv, out, blocking)
 }
 
 /// Allgatherv, blocking or not, with the buffers staged for derived types.
@@ -173,6 +177,7 @@ unsafe fn allgatherv_staged(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -199,6 +204,7 @@ unsafe fn allgatherv_staged(
                     a[1].displs(displs),
                     a[1].dt(),
                     comm,
+                    blocking,
                 )
             }
         },
@@ -263,6 +269,7 @@ iallgatherv_entry!(
 /// # Safety
 /// `recvbuf` covers `recv` and `sendbuf` (unless MPI_IN_PLACE) covers the
 /// layout `send` builds, until completion.
+#[allow(clippy::too_many_arguments)]
 unsafe fn alltoall_start(
     e: &mut Engine,
     ci: usize,
@@ -271,6 +278,7 @@ unsafe fn alltoall_start(
     recvbuf: *mut c_void,
     recv: Layout,
     equal_blocks: bool,
+    blocking: bool,
 ) -> MpiResult<usize> {
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: per the contract.
@@ -285,7 +293,7 @@ unsafe fn alltoall_start(
     };
     // MPI_Alltoall's blocks are equal on every rank, -v's and -w's need not be.
     if equal_blocks {
-        return e.ialltoall(ci, data, &send, &recv, out);
+        return e.ialltoall(ci, data, &send, &recv, out, blocking);
     }
     e.ialltoallv(ci, data, &send, &recv, out)
 }
@@ -306,12 +314,13 @@ unsafe fn alltoall(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
     let recv = uniform(size, block_bytes(recvcount, recvtype, size)?.0)?;
     let send = || uniform(size, block_bytes(sendcount, sendtype, size)?.0);
     // SAFETY: the caller's buffers hold `size` blocks each.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, true) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, true, blocking) }
 }
 
 /// Alltoall, blocking or not, with the buffers staged for derived types.
@@ -330,6 +339,7 @@ unsafe fn alltoall_staged(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -355,6 +365,7 @@ unsafe fn alltoall_staged(
                     a[1].count(),
                     a[1].dt(),
                     comm,
+                    blocking,
                 )
             }
         },
@@ -424,7 +435,7 @@ unsafe fn alltoallv(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false, false) }
 }
 
 /// Alltoallv, blocking or not, with the buffers staged for derived types.
@@ -565,7 +576,7 @@ unsafe fn alltoallw(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false, false) }
 }
 
 /// Alltoallw, blocking or not, with the buffers staged for derived types.

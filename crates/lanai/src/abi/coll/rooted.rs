@@ -33,6 +33,7 @@ unsafe fn gather(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     let root = check_root(e, ci, root)?;
@@ -42,7 +43,7 @@ unsafe fn gather(
         }
         // SAFETY: the send buffer, per the contract.
         let data = unsafe { send_data(sendbuf, sendcount, sendtype)? };
-        return e.igather(ci, data, None, root);
+        return e.igather(ci, data, None, root, blocking);
     }
     not_in_place(recvbuf, "the receive buffer")?;
     let (blk, all) = block_bytes(recvcount, recvtype, size)?;
@@ -56,7 +57,7 @@ unsafe fn gather(
         unsafe { send_data(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), blk)?;
-    e.igather(ci, data, Some(out), root)
+    e.igather(ci, data, Some(out), root, blocking)
 }
 
 /// Gather, blocking or not, with the buffers staged for derived types.
@@ -76,6 +77,7 @@ unsafe fn gather_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -106,6 +108,7 @@ unsafe fn gather_staged(
                     a[1].dt(),
                     root,
                     comm,
+                    blocking,
                 )
             }
         },
@@ -329,6 +332,7 @@ unsafe fn scatter(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     let root = check_root(e, ci, root)?;
@@ -336,7 +340,7 @@ unsafe fn scatter(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
-        return e.iscatter(ci, Vec::new(), out.len(), Some(out), root);
+        return e.iscatter(ci, Vec::new(), out.len(), Some(out), root, blocking);
     }
     not_in_place(
         sendbuf,
@@ -347,7 +351,7 @@ unsafe fn scatter(
     let data = unsafe { bytes_buf(sendbuf, all)? }.as_slice().to_vec();
     // SAFETY: the root's receive buffer, per the contract.
     let out = unsafe { root_recv(recvbuf, recvcount, recvtype, blk)? };
-    e.iscatter(ci, data, blk, out, root)
+    e.iscatter(ci, data, blk, out, root, blocking)
 }
 
 /// Scatter, blocking or not, with the buffers staged for derived types.
@@ -367,6 +371,7 @@ unsafe fn scatter_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -397,6 +402,7 @@ unsafe fn scatter_staged(
                     a[1].dt(),
                     root,
                     comm,
+                    blocking,
                 )
             }
         },

@@ -46,6 +46,7 @@ unsafe fn reduce_scatter_block(
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
     let comb = combiner(op_dt, op)?;
@@ -56,7 +57,7 @@ unsafe fn reduce_scatter_block(
     let data = unsafe { vector(sendbuf, recvbuf, total)? };
     // SAFETY: the receive buffer holds this rank's block.
     let out = unsafe { bytes_buf(recvbuf, blk)? };
-    e.ireduce_scatter_block(ci, data, out, comb)
+    e.ireduce_scatter_block(ci, data, out, comb, blocking)
 }
 
 /// Reduce_scatter_block, blocking or not, with the buffers staged for
@@ -75,6 +76,7 @@ unsafe fn reduce_scatter_block_staged(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -106,6 +108,7 @@ unsafe fn reduce_scatter_block_staged(
                     lead.dt(),
                     (op, lead.op_dt()),
                     comm,
+                    blocking,
                 )
             }
         },
@@ -159,6 +162,7 @@ unsafe fn reduce_scatter(
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     let comb = combiner(op_dt, op)?;
@@ -177,7 +181,7 @@ unsafe fn reduce_scatter(
     let data = unsafe { vector(sendbuf, recvbuf, total)? };
     // SAFETY: the receive buffer holds this rank's block.
     let out = unsafe { bytes_buf(recvbuf, counts[rank as usize])? };
-    e.ireduce_scatter(ci, data, &counts, out, comb)
+    e.ireduce_scatter(ci, data, &counts, out, comb, blocking)
 }
 
 /// Reduce_scatter, blocking or not, with the buffers staged for derived
@@ -197,6 +201,7 @@ unsafe fn reduce_scatter_staged(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -249,6 +254,7 @@ unsafe fn reduce_scatter_staged(
                     lead.dt(),
                     (op, lead.op_dt()),
                     comm,
+                    blocking,
                 )
             }
         },
@@ -326,6 +332,7 @@ unsafe fn scan(
     datatype: MPI_Datatype,
     (op, op_dt): (MPI_Op, MPI_Datatype),
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, _) = comm_info(e, comm)?;
     let comb = combiner(op_dt, op)?;
@@ -339,8 +346,8 @@ unsafe fn scan(
         unsafe { send_data(sendbuf, count, datatype)? }
     };
     match kind {
-        Prefix::Inclusive => e.iscan(ci, data, out, comb),
-        Prefix::Exclusive => e.iexscan(ci, data, out, comb),
+        Prefix::Inclusive => e.iscan(ci, data, out, comb, blocking),
+        Prefix::Exclusive => e.iexscan(ci, data, out, comb, blocking),
     }
 }
 
@@ -361,6 +368,7 @@ unsafe fn scan_staged(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -387,6 +395,7 @@ unsafe fn scan_staged(
                     lead.dt(),
                     (op, lead.op_dt()),
                     comm,
+                    blocking,
                 )
             }
         },

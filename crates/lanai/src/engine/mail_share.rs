@@ -1,0 +1,320 @@
+//! Small broadcasts, scatters and gathers on one node through the barrier
+//! device's mailboxes (`lanai_coll::mailbox`), as the mailbox reduce does
+//! (`central_reduce.rs`): whoever sends drops its bytes into its next slot
+//! and goes on, as an eager send would, and the receivers copy them out.
+//!
+//! - A broadcast's root posts its buffer for every other member to read.
+//! - A scatter's root posts its whole vector; each member copies its block.
+//! - A gather is a reduce that lays the parts end to end instead of
+//!   folding them.
+//! - A scan's members each post their part for the members above them,
+//!   and fold the parts below them ([`MailScan`]).
+//!
+//! No message, no machine, no allocation: a root that runs ahead of its
+//! readers is held back only by its slots.
+
+use super::central::Central;
+use super::central_reduce::{Merge, Work};
+use super::coll::Combiner;
+use super::error::{MpiError, MpiResult};
+use super::riding::Source;
+use super::Engine;
+use crate::abi::userbuf::UserBuf;
+use crate::shm::barrier_device::MAIL_MAX;
+use lanai_coll::mailbox::{Collect, Post, Read};
+use lanai_coll::Combine;
+
+impl Engine {
+    /// Whether a mailbox op of `len` bytes may run on `comm` (every member
+    /// on this node, the channel agreed; `blocking` calls may agree it).
+    #[inline]
+    fn mail_ready(&mut self, comm: usize, len: usize, blocking: bool) -> MpiResult<bool> {
+        if self.offload.is_some() {
+            return Ok(false);
+        }
+        self.device_ready(comm, len, MAIL_MAX, blocking)
+    }
+
+    /// On `comm`'s channel: this rank's position, its device input, the
+    /// device input of the member at position `root`, and the members.
+    fn mail_members(&self, comm: usize, root: usize) -> MpiResult<(usize, usize, usize, usize)> {
+        let cm = self.comms.get(comm)?;
+        let Central::Active(setup) = &cm.central else {
+            return Err(MpiError::internal("mailbox op without a channel"));
+        };
+        let m = setup.members();
+        let r = *m
+            .get(root)
+            .ok_or_else(|| MpiError::internal("mailbox op: root off the channel"))?;
+        Ok((cm.rank as usize, setup.me(), r, m.len()))
+    }
+
+    /// `MPI_Bcast` of up to `MAIL_MAX` bytes (`LANAI_BCAST=auto`); `None`
+    /// when it does not qualify.
+    pub(super) fn mail_bcast(
+        &mut self,
+        comm: usize,
+        buf: UserBuf,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<Option<usize>> {
+        if self.settings.algos.bcast != lanai_coll::BcastAlgo::Auto
+            || !self.mail_ready(comm, buf.len(), blocking)?
+        {
+            return Ok(None);
+        }
+        let (chan, stamp) = self.mail_stamp(comm)?;
+        let root = root as usize;
+        let (rank, me, from, n) = self.mail_members(comm, root)?;
+        let work = if rank == root {
+            Work::PostFor {
+                post: Post::new(me, stamp, root),
+                data: Source::User(buf),
+                readers: n as u32 - 1,
+            }
+        } else {
+            Work::Read {
+                read: Read::new(from, stamp),
+                out: buf,
+                at: 0,
+            }
+        };
+        self.net.counters.mail_shares += 1;
+        self.start_mail(comm, chan, work, blocking).map(Some)
+    }
+
+    /// `MPI_Scatter` of `block`-byte blocks whose vector fits a mailbox
+    /// slot (`LANAI_NODE_COLL=auto`); `data` is the root's vector. `Err`
+    /// gives `data` back when it does not qualify.
+    pub(super) fn mail_scatter(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        block: usize,
+        out: Option<UserBuf>,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<Result<usize, Vec<u8>>> {
+        let size = self.comms.get(comm)?.size as usize;
+        let len = block.saturating_mul(size);
+        if block == 0 || !self.settings.algos.node_colls || !self.mail_ready(comm, len, blocking)? {
+            return Ok(Err(data));
+        }
+        let (chan, stamp) = self.mail_stamp(comm)?;
+        let root = root as usize;
+        let (rank, me, from, _) = self.mail_members(comm, root)?;
+        let work = if rank == root {
+            let mine = data
+                .get(rank * block..(rank + 1) * block)
+                .ok_or_else(|| MpiError::internal("scatter: send buffer of the wrong size"))?;
+            // No receive buffer: MPI_IN_PLACE, the block stays where it is.
+            if let Some(o) = out {
+                o.write(mine);
+            }
+            Work::PostFor {
+                post: Post::new(me, stamp, root),
+                data: Source::Owned(data),
+                readers: size as u32 - 1,
+            }
+        } else {
+            let out = out
+                .filter(|o| o.len() == block)
+                .ok_or_else(|| MpiError::internal("scatter: receive buffer of the wrong size"))?;
+            Work::Read {
+                read: Read::new(from, stamp),
+                out,
+                at: rank * block,
+            }
+        };
+        self.net.counters.mail_shares += 1;
+        self.start_mail(comm, chan, work, blocking).map(Ok)
+    }
+
+    /// `MPI_Gather` of blocks of up to `MAIL_MAX` bytes
+    /// (`LANAI_NODE_COLL=auto`); `out` is the root's receive buffer. `Err`
+    /// gives `data` back when it does not qualify.
+    pub(super) fn mail_gather(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: Option<UserBuf>,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<Result<usize, Vec<u8>>> {
+        if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
+            return Ok(Err(data));
+        }
+        let (chan, stamp) = self.mail_stamp(comm)?;
+        let root = root as usize;
+        let (rank, me, _, n) = self.mail_members(comm, root)?;
+        let work = match out {
+            Some(out) if rank == root => {
+                if out.len() != data.len() * n {
+                    return Err(MpiError::internal(
+                        "gather: receive buffer of the wrong size",
+                    ));
+                }
+                let buf = self.st.colls.take_buf();
+                Work::Collect {
+                    collect: Collect::new(stamp, n, root, &data, buf),
+                    merge: Merge::Gather,
+                    out,
+                    shape: self.settings.algos.reduce,
+                }
+            }
+            _ => Work::Post {
+                post: Post::new(me, stamp, root),
+                data: Source::Owned(data),
+            },
+        };
+        self.net.counters.mail_shares += 1;
+        self.start_mail(comm, chan, work, blocking).map(Ok)
+    }
+}
+
+/// One rank's part of a mailbox scan: it posts its own part for the
+/// members above it, then reads the parts below it in rank order and folds
+/// them left, `((x0 op x1) op x2) ...`, as the chain scan does, so the
+/// bits are the same. Rank 0 of an exclusive scan, and the top rank of
+/// any, only post or only read; no rank waits for a rank above it.
+pub struct MailScan {
+    /// This rank's post, until it is made.
+    post: Option<Post>,
+    readers: u32,
+    data: Source,
+    /// The next lower position to read, and the stamp.
+    next: usize,
+    stamp: u32,
+    /// The prefix folded so far: `acc[..len]` once `next > 0`.
+    acc: [u8; MAIL_MAX],
+    op: Combiner,
+    out: UserBuf,
+    inclusive: bool,
+    /// This rank's position.
+    me: usize,
+}
+
+impl std::fmt::Debug for MailScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailScan")
+            .field("next", &self.next)
+            .field("me", &self.me)
+            .finish()
+    }
+}
+
+/// What a poll of a [`MailScan`] found.
+pub(super) enum ScanPoll {
+    Waiting,
+    /// It posted or read something: members may wait for that.
+    Moved,
+    Done,
+    Failed(MpiError),
+}
+
+impl MailScan {
+    /// Polls once over channel `w`; `wires` are the members' inputs in
+    /// rank order, `free` this rank's knowledge of its slots.
+    pub(super) fn poll(
+        &mut self,
+        w: &crate::shm::barrier_device::Channel<'_>,
+        wires: &[usize],
+        free: &lanai_coll::mailbox::FreeSlots,
+    ) -> ScanPoll {
+        let mut moved = false;
+        if let Some(post) = &mut self.post {
+            if !post.poll_for(w, free, self.data.as_slice(), self.readers) {
+                return ScanPoll::Waiting;
+            }
+            self.post = None;
+            moved = true;
+        }
+        let len = self.data.len();
+        let mut part = [0u8; MAIL_MAX];
+        while self.next < self.me {
+            let Some(n) = Read::new(wires[self.next], self.stamp).poll(w, &mut part) else {
+                return if moved {
+                    ScanPoll::Moved
+                } else {
+                    ScanPoll::Waiting
+                };
+            };
+            moved = true;
+            if n != len {
+                return ScanPoll::Failed(MpiError::new(
+                    crate::abi::consts::MPI_ERR_TRUNCATE,
+                    format!(
+                        "rank {} gave {n} bytes to the scan, this rank {len}",
+                        self.next
+                    ),
+                ));
+            }
+            if self.next > 0 {
+                // acc op part, left to right: the result lands in `part`.
+                if let Err(e) = self.op.combine(&self.acc[..len], &mut part[..len]) {
+                    return ScanPoll::Failed(MpiError::new(
+                        crate::abi::consts::MPI_ERR_OP,
+                        e.to_string(),
+                    ));
+                }
+            }
+            self.acc[..len].copy_from_slice(&part[..len]);
+            self.next += 1;
+        }
+        let mut own = [0u8; MAIL_MAX];
+        own[..len].copy_from_slice(self.data.as_slice());
+        let res = match (self.inclusive, self.me) {
+            (false, 0) => return ScanPoll::Done,
+            (false, _) => &self.acc[..len],
+            (true, 0) => &own[..len],
+            (true, _) => {
+                if let Err(e) = self.op.combine(&self.acc[..len], &mut own[..len]) {
+                    return ScanPoll::Failed(MpiError::new(
+                        crate::abi::consts::MPI_ERR_OP,
+                        e.to_string(),
+                    ));
+                }
+                &own[..len]
+            }
+        };
+        self.out.write(res);
+        ScanPoll::Done
+    }
+}
+
+impl Engine {
+    /// `MPI_Scan` (`inclusive`) or `MPI_Exscan` of up to `MAIL_MAX` bytes
+    /// (`LANAI_NODE_COLL=auto`). `Err` gives the arguments back when it
+    /// does not qualify.
+    pub(super) fn mail_scan(
+        &mut self,
+        comm: usize,
+        data: Vec<u8>,
+        out: UserBuf,
+        op: Combiner,
+        inclusive: bool,
+        blocking: bool,
+    ) -> MpiResult<Result<usize, (Vec<u8>, Combiner)>> {
+        if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
+            return Ok(Err((data, op)));
+        }
+        let (chan, stamp) = self.mail_stamp(comm)?;
+        let (rank, me, _, n) = self.mail_members(comm, 0)?;
+        let readers = (n - 1 - rank) as u32;
+        let scan = MailScan {
+            post: (readers > 0).then(|| Post::new(me, stamp, rank)),
+            readers,
+            data: Source::Owned(data),
+            next: 0,
+            stamp,
+            acc: [0; MAIL_MAX],
+            op,
+            out,
+            inclusive,
+            me: rank,
+        };
+        self.net.counters.mail_shares += 1;
+        self.start_mail(comm, chan, Work::Scan(Box::new(scan)), blocking)
+            .map(Ok)
+    }
+}

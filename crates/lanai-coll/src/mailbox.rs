@@ -3,29 +3,24 @@
 //! takes them out and folds. This is how a small `MPI_Reduce` lets its
 //! non-roots leave at once, as an eager send does, without a message.
 //!
-//! Each member owns [`SLOTS`] slots, used in turn: reduce number `s` (the
-//! communicator's count of mailbox reduces, from 1) goes to slot
-//! `s % SLOTS`. A slot carries two stamps: `filled`, written by its owner,
-//! and `taken`, written by whichever root read it. Equal stamps mean the
-//! slot is free, so a member runs at most `SLOTS` reduces ahead of the
-//! slowest root, whoever that is for each reduce. Stamps are compared for
-//! equality only, so they may wrap.
+//! Each member owns [`SLOTS`] slots, used in turn: mailbox operation number
+//! `s` (the communicator's count of them, from 1) goes to slot
+//! `s % SLOTS`. A slot carries a `filled` stamp, written by its owner, and
+//! a `taken` count, to which every reader of a post adds one once it has
+//! copied the post out: a reduce's root ([`Collect`]), or each of the
+//! members a broadcast's, scatter's or scan's post is for ([`Read`]). The
+//! owner knows how many reads it has asked for in each slot, and the slot
+//! is free when `taken` reaches that count. So a member runs at most
+//! `SLOTS` posts ahead of its slowest reader, whoever that is for each
+//! post, and it never writes the word its readers write. Stamps and counts
+//! are compared for equality only, so they may wrap.
 //!
-//! A member does not read its slot's `taken` stamp on every post: that
-//! word shares a cache line with the stamps the roots are writing, so the
-//! read would cost a transfer between cores each time. It keeps
-//! [`FreeSlots`], which slots it has seen free, and reads the stamps of a
+//! A member does not read its slot's `taken` count on every post: that
+//! word shares a cache line with the counts the readers are writing, so
+//! the read would cost a transfer between cores each time. It keeps
+//! [`FreeSlots`], which slots it has seen free, and reads the counts of a
 //! whole line ([`GROUP`] slots) when it reaches one it has not: a member
-//! that keeps ahead of its roots then reads that line once per group.
-//!
-//! The same slots carry posts that several members read ([`Post::poll_for`]
-//! and [`Read`]): a broadcast's root posts its data for every other
-//! member, a scatter's root the whole vector, a scan's member its part for
-//! the members above it. There the owner sets `taken` to its stamp less
-//! the number of readers before it fills the slot, and each reader adds
-//! one once it has copied the data out, so the slot is free (`taken`
-//! equals `filled` again) when the last reader is done. The owner goes on
-//! at once, as a reduce's non-root does.
+//! that keeps ahead of its readers then reads that line once per group.
 //!
 //! As in [`crate::central`], every poll makes single accesses to the
 //! wires, so a model can interleave ranks freely.
@@ -38,24 +33,20 @@ use std::cell::Cell;
 pub const SLOTS: u32 = 64;
 
 /// The mailbox's shared words and bytes. `filled` and `taken` loads
-/// acquire; `fill` and `take` publish with release stores.
+/// acquire; `fill` publishes with a release store, `give` with a release
+/// add.
 pub trait MailWires {
     /// Stamp of the last contribution member `i` put in `slot`.
     fn filled(&self, i: usize, slot: usize) -> u32;
-    /// Stamp of the last contribution a root took from member `i`'s `slot`.
+    /// Reads of member `i`'s `slot` so far, wrapping.
     fn taken(&self, i: usize, slot: usize) -> u32;
     /// Writes `data` into member `i`'s `slot`, then publishes `stamp`.
     fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]);
     /// Copies member `i`'s `slot` out: its length as written, and as many
     /// bytes as `out` holds.
     fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize;
-    /// Publishes that the contribution `stamp` in member `i`'s `slot` is read.
-    fn take(&self, i: usize, slot: usize, stamp: u32);
-    /// Sets the `taken` stamp of member `i`'s own `slot` (its owner, before
-    /// a fill that several members read); ordered by the fill's release.
-    fn expect(&self, i: usize, slot: usize, stamp: u32);
-    /// Adds one to the `taken` stamp of member `i`'s `slot` (one reader
-    /// done with it), with release ordering.
+    /// Adds one to the `taken` count of member `i`'s `slot`: one reader
+    /// is done with it.
     fn give(&self, i: usize, slot: usize);
 }
 
@@ -66,7 +57,8 @@ pub const GROUP: u32 = 16;
 const _: () = assert!(SLOTS == u64::BITS && SLOTS % GROUP == 0);
 
 /// What a member knows of its own slots, kept across its posts: a set bit
-/// is a slot seen free (`taken` equal to `filled`) and not filled since.
+/// is a slot seen free (`taken` equal to the reads owed) and not filled
+/// since.
 /// Only the owner fills a slot, so one seen free stays free until then.
 /// Interior mutability, so that posts in flight can share it where only
 /// a shared reference to the communicator's state is at hand.
@@ -84,9 +76,11 @@ const _: () = assert!(SLOTS == u64::BITS && SLOTS % GROUP == 0);
 ///
 /// A member that keeps catching up with its root thus looks about once
 /// per group of the root's reduces; one that stays behind never waits.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct FreeSlots {
     known: Cell<u64>,
+    /// Per slot, the `taken` count at which every read asked for is done.
+    owed: [Cell<u32>; SLOTS as usize],
     /// Polls to let pass before a look, while blocked.
     backoff: Cell<u32>,
     /// Of those, the polls still to pass.
@@ -95,20 +89,35 @@ pub struct FreeSlots {
     waited: Cell<bool>,
 }
 
+impl Default for FreeSlots {
+    fn default() -> Self {
+        Self {
+            known: Cell::default(),
+            owed: std::array::from_fn(|_| Cell::new(0)),
+            backoff: Cell::default(),
+            idle: Cell::default(),
+            waited: Cell::default(),
+        }
+    }
+}
+
 /// The most polls a waiting member lets pass between two looks: several
 /// of a root's reduces, so that the root rarely gives up the line.
 pub const MAX_IDLE_POLLS: u32 = 64;
 
 impl FreeSlots {
-    /// Takes `slot` of member `me` for a post if it is free.
+    /// Takes `slot` of member `me` for a post that `readers` will read,
+    /// if it is free.
     #[inline(always)]
-    fn claim(&self, w: &impl MailWires, me: usize, slot: usize) -> bool {
+    fn claim(&self, w: &impl MailWires, me: usize, slot: usize, readers: u32) -> bool {
         let bit = 1u64 << slot;
         let known = self.known.get();
         if known & bit == 0 && !self.look(w, me, slot) {
             return false;
         }
         self.known.set(self.known.get() & !bit);
+        let owed = &self.owed[slot];
+        owed.set(owed.get().wrapping_add(readers));
         true
     }
 
@@ -127,7 +136,7 @@ impl FreeSlots {
         }
         let first = slot - slot % GROUP as usize;
         let found = (first..first + GROUP as usize)
-            .filter(|&k| w.taken(me, k) == w.filled(me, k))
+            .filter(|&k| w.taken(me, k) == self.owed[k].get())
             .fold(0u64, |m, k| m | 1 << k);
         let known = self.known.get() | found;
         self.known.set(known);
@@ -212,7 +221,7 @@ impl Post {
     #[inline(always)]
     pub fn poll(&mut self, w: &impl MailWires, free: &FreeSlots, data: &[u8]) -> bool {
         let slot = slot_of(self.stamp);
-        if !free.claim(w, self.me, slot) {
+        if !free.claim(w, self.me, slot, 1) {
             return false;
         }
         w.fill(self.me, slot, self.stamp, data);
@@ -233,10 +242,9 @@ impl Post {
     ) -> bool {
         debug_assert!(readers > 0, "a post nobody reads");
         let slot = slot_of(self.stamp);
-        if !free.claim(w, self.me, slot) {
+        if !free.claim(w, self.me, slot, readers) {
             return false;
         }
-        w.expect(self.me, slot, self.stamp.wrapping_sub(readers));
         w.fill(self.me, slot, self.stamp, data);
         true
     }
@@ -333,7 +341,7 @@ impl Collect {
                 return Ok(false);
             }
             let got = w.read(i, slot, &mut self.all[pos * len..(pos + 1) * len]);
-            w.take(i, slot, self.stamp);
+            w.give(i, slot);
             if got != len {
                 return Err(SizeMismatch {
                     member: pos,
@@ -423,12 +431,6 @@ mod tests {
             let n = out.len().min(s.2.len());
             out[..n].copy_from_slice(&s.2[..n]);
             s.2.len()
-        }
-        fn take(&self, i: usize, slot: usize, stamp: u32) {
-            self.slots.borrow_mut()[Self::at(i, slot)].1 = stamp;
-        }
-        fn expect(&self, i: usize, slot: usize, stamp: u32) {
-            self.slots.borrow_mut()[Self::at(i, slot)].1 = stamp;
         }
         fn give(&self, i: usize, slot: usize) {
             let s = &mut self.slots.borrow_mut()[Self::at(i, slot)];
@@ -534,7 +536,7 @@ mod tests {
         assert_eq!(free.backoff.get(), 0);
     }
 
-    /// Counts the reads of `taken` stamps, the words roots write.
+    /// Counts the reads of `taken` counts, the words roots write.
     struct Counting {
         inner: Model,
         taken_reads: std::cell::Cell<usize>,
@@ -553,12 +555,6 @@ mod tests {
         }
         fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
             self.inner.read(i, slot, out)
-        }
-        fn take(&self, i: usize, slot: usize, stamp: u32) {
-            self.inner.take(i, slot, stamp)
-        }
-        fn expect(&self, i: usize, slot: usize, stamp: u32) {
-            self.inner.expect(i, slot, stamp)
         }
         fn give(&self, i: usize, slot: usize) {
             self.inner.give(i, slot)
@@ -774,9 +770,9 @@ mod tests {
                 }
             }
             prop_assert!(at.iter().all(|&a| a > ops), "stuck at {:?}", at);
-            for i in 0..members {
+            for (i, f) in free.iter().enumerate() {
                 for slot in 0..SLOTS as usize {
-                    prop_assert_eq!(w.taken(i, slot), w.filled(i, slot), "member {} slot {}", i, slot);
+                    prop_assert_eq!(w.taken(i, slot), f.owed[slot].get(), "member {} slot {}", i, slot);
                 }
             }
         }

@@ -7,9 +7,9 @@
 //! so arrivals never write a line another rank writes, and two data slots
 //! per local rank for small reductions (slot `gen % 2`: a rank writes slot
 //! `g + 2` only after every rank arrived at `g + 1`, hence finished reading
-//! `g`), then each local rank's mailbox: its `taken` stamps, written by
-//! roots and readers, and `mailbox::SLOTS` one-line slots (`filled` stamp,
-//! length, data), written by the owner.
+//! `g`), then each local rank's mailbox: its `taken` counts, added to by
+//! the readers of its posts, and `mailbox::SLOTS` one-line slots (`filled`
+//! stamp, length, data), written by the owner.
 //!
 //! The device logic itself is `lanai_coll::central`; this module provides
 //! its wires and the futex wait and wake.
@@ -47,9 +47,9 @@ fn table_len(channels: usize) -> usize {
 /// The largest contribution a mailbox slot carries: one line, less the
 /// `filled` stamp and the length, so a reduce moves one line per member.
 pub const MAIL_MAX: usize = LINE - 8;
-/// Bytes of one rank's `taken` stamps.
+/// Bytes of one rank's `taken` counts.
 const TAKEN: usize = (SLOTS as usize * 4).div_ceil(LINE) * LINE;
-/// Bytes of one rank's mailbox: its `taken` stamps and its slots.
+/// Bytes of one rank's mailbox: its `taken` counts and its slots.
 const MAILBOX: usize = TAKEN + SLOTS as usize * LINE;
 
 fn channel_len(local_size: usize) -> usize {
@@ -367,9 +367,10 @@ impl MailWires for Channel<'_> {
             .atomic_u32(at + 4)
             .store(data.len() as u32, Ordering::Relaxed);
         // SAFETY: the bytes lie inside the mapping (checked). Only member
-        // `i` writes its slots, and a root reads this one only after the
-        // release store below; the last root to read it has said so
-        // (`taken` equals `filled`, checked by the caller's protocol).
+        // `i` writes its slots, and a reader reads this one only after the
+        // release store below; every reader of the last post has said it
+        // is done (`taken` reached the count owed, checked by the caller's
+        // protocol).
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.seg.base().add(at + 8), data.len())
         };
@@ -386,15 +387,6 @@ impl MailWires for Channel<'_> {
         // write them again before this rank's `take`.
         unsafe { std::ptr::copy_nonoverlapping(self.seg.base().add(at + 8), out.as_mut_ptr(), n) };
         len
-    }
-
-    fn take(&self, i: usize, slot: usize, stamp: u32) {
-        self.taken_word(i, slot).store(stamp, Ordering::Release);
-    }
-
-    fn expect(&self, i: usize, slot: usize, stamp: u32) {
-        // The fill's release store publishes it to the readers.
-        self.taken_word(i, slot).store(stamp, Ordering::Relaxed);
     }
 
     fn give(&self, i: usize, slot: usize) {
@@ -545,7 +537,9 @@ mod tests {
             for slot in [0usize, 1, SLOTS as usize - 1] {
                 let data = vec![(i * 64 + slot) as u8; MAIL_MAX];
                 x.fill(i, slot, 7 + slot as u32, &data);
-                x.take(i, slot, 5);
+                for _ in 0..5 {
+                    x.give(i, slot);
+                }
             }
         }
         for i in 0..3 {

@@ -310,6 +310,12 @@ unsafe fn bcast_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[datatype]) {
+        // SAFETY: the caller's buffer, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            bcast(e, buffer, count, datatype, root, comm, blocking)
+        });
+    }
     staged::collective(
         name,
         comm,

@@ -192,6 +192,17 @@ impl UserBuf {
         self.len == 0
     }
 
+    /// Bytes `r` of a contiguous buffer, valid as long as the whole is;
+    /// `None` for a layout or a range past the end.
+    pub fn range(&self, r: std::ops::Range<usize>) -> Option<UserBuf> {
+        if self.layout.is_some() || r.start > r.end || r.end > self.len {
+            return None;
+        }
+        // SAFETY: the range lies inside this buffer, whose contract covers
+        // every byte of it for as long as it lives.
+        Some(unsafe { UserBuf::new(self.ptr.add(r.start), r.end - r.start) })
+    }
+
     /// Whether the data is one contiguous run at `addr()`.
     pub fn is_contiguous(&self) -> bool {
         self.layout.is_none()

@@ -984,15 +984,15 @@ impl Engine {
     pub fn igather(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
         blocking: bool,
     ) -> MpiResult<usize> {
-        let data = match self.mail_gather(comm, data, out, root, blocking)? {
-            Ok(req) => return Ok(req),
-            Err(data) => data,
-        };
+        if let Some(req) = self.mail_gather(comm, data, out, root, blocking)? {
+            return Ok(req);
+        }
+        let data = data.as_slice().to_vec();
         let data = match self.chunked_gather(comm, data, out, Some(root))? {
             Ok(req) => return Ok(req),
             Err(data) => data,
@@ -1022,16 +1022,16 @@ impl Engine {
     pub fn iscatter(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         block: usize,
         out: Option<UserBuf>,
         root: u32,
         blocking: bool,
     ) -> MpiResult<usize> {
-        let data = match self.mail_scatter(comm, data, block, out, root, blocking)? {
-            Ok(req) => return Ok(req),
-            Err(data) => data,
-        };
+        if let Some(req) = self.mail_scatter(comm, data, block, out, root, blocking)? {
+            return Ok(req);
+        }
+        let data = data.as_slice().to_vec();
         let data = match self.chunked_blocks(comm, data, block, out, Some(root))? {
             Ok(req) => return Ok(req),
             Err(data) => data,
@@ -1120,37 +1120,38 @@ impl Engine {
         self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
     }
 
-    /// `MPI_Alltoall`: equal blocks on every rank (so every rank may take
-    /// the staging slots alike, which `-v` and `-w` may not), through the
-    /// slots on a node, else as [`Engine::ialltoallv`].
+    /// `MPI_Alltoall`: blocks of `send_block` bytes out and `recv_block`
+    /// in, equal on every rank (so every rank may take the device or the
+    /// staging slots alike, which `-v` and `-w` may not): on a node through
+    /// those, else as [`Engine::ialltoallv`].
     pub fn ialltoall(
         &mut self,
         comm: usize,
         data: Vec<u8>,
-        send: &Layout,
-        recv: &Layout,
+        send_block: usize,
+        recv_block: usize,
         out: UserBuf,
         blocking: bool,
     ) -> MpiResult<usize> {
         let size = self.rank_size(comm)?.1;
-        let data = match (uniform_block(send, size), uniform_block(recv, size)) {
-            (Some(b), Some(r)) if b == r && self.may_ride(comm, data.len(), blocking)? => {
-                let riding = Riding {
-                    kind: riding::Kind::Alltoall { block: b },
-                    len: data.len(),
-                    out,
-                };
-                return self.ride(comm, Source::Owned(data), riding, blocking);
+        let data = if send_block != recv_block {
+            data
+        } else if self.may_ride(comm, data.len(), blocking)? {
+            let riding = Riding {
+                kind: riding::Kind::Alltoall { block: send_block },
+                len: data.len(),
+                out,
+            };
+            return self.ride(comm, Source::Owned(data), riding, blocking);
+        } else {
+            match self.chunked_blocks(comm, data, send_block, Some(out), None)? {
+                Ok(req) => return Ok(req),
+                Err(data) => data,
             }
-            (Some(b), Some(r)) if b == r => {
-                match self.chunked_blocks(comm, data, b, Some(out), None)? {
-                    Ok(req) => return Ok(req),
-                    Err(data) => data,
-                }
-            }
-            _ => data,
         };
-        self.ialltoallv(comm, data, send, recv, out)
+        let uniform = |b| Layout::uniform(size, b).map_err(coll_err);
+        let (send, recv) = (uniform(send_block)?, uniform(recv_block)?);
+        self.ialltoallv(comm, data, &send, &recv, out)
     }
 
     /// All-to-all: block `send.block(p)` of `data` goes to rank `p`; rank
@@ -1230,15 +1231,16 @@ impl Engine {
     pub fn iscan(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: UserBuf,
         op: Combiner,
         blocking: bool,
     ) -> MpiResult<usize> {
-        let (data, op) = match self.mail_scan(comm, data, out, op, true, blocking)? {
+        let op = match self.mail_scan(comm, data, out, op, true, blocking)? {
             Ok(req) => return Ok(req),
-            Err(back) => back,
+            Err(op) => op,
         };
+        let data = data.as_slice().to_vec();
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Scan::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
@@ -1248,29 +1250,20 @@ impl Engine {
     pub fn iexscan(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: UserBuf,
         op: Combiner,
         blocking: bool,
     ) -> MpiResult<usize> {
-        let (data, op) = match self.mail_scan(comm, data, out, op, false, blocking)? {
+        let op = match self.mail_scan(comm, data, out, op, false, blocking)? {
             Ok(req) => return Ok(req),
-            Err(back) => back,
+            Err(op) => op,
         };
+        let data = data.as_slice().to_vec();
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Exscan::new(rank, size, data, op).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))
     }
-}
-
-/// The block length of a layout of `size` equal blocks back to back, as
-/// `MPI_Alltoall` makes; `None` for any other.
-fn uniform_block(l: &Layout, size: u32) -> Option<usize> {
-    let b = *l.counts().first()?;
-    let uniform = l.counts().len() == size as usize
-        && l.counts().iter().all(|&c| c == b)
-        && l.displs().iter().enumerate().all(|(p, &d)| d == p * b);
-    uniform.then_some(b)
 }
 
 #[cfg(test)]

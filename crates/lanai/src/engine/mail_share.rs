@@ -84,27 +84,28 @@ impl Engine {
     }
 
     /// `MPI_Scatter` of `block`-byte blocks whose vector fits a mailbox
-    /// slot (`LANAI_NODE_COLL=auto`); `data` is the root's vector. `Err`
-    /// gives `data` back when it does not qualify.
+    /// slot (`LANAI_NODE_COLL=auto`); `data` is the root's vector. `None`
+    /// when it does not qualify.
     pub(super) fn mail_scatter(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         block: usize,
         out: Option<UserBuf>,
         root: u32,
         blocking: bool,
-    ) -> MpiResult<Result<usize, Vec<u8>>> {
+    ) -> MpiResult<Option<usize>> {
         let size = self.comms.get(comm)?.size as usize;
         let len = block.saturating_mul(size);
         if block == 0 || !self.settings.algos.node_colls || !self.mail_ready(comm, len, blocking)? {
-            return Ok(Err(data));
+            return Ok(None);
         }
         let (chan, stamp) = self.mail_stamp(comm)?;
         let root = root as usize;
         let (rank, me, from, _) = self.mail_members(comm, root)?;
         let work = if rank == root {
             let mine = data
+                .as_slice()
                 .get(rank * block..(rank + 1) * block)
                 .ok_or_else(|| MpiError::internal("scatter: send buffer of the wrong size"))?;
             // No receive buffer: MPI_IN_PLACE, the block stays where it is.
@@ -113,7 +114,7 @@ impl Engine {
             }
             Work::PostFor {
                 post: Post::new(me, stamp, root),
-                data: Source::Owned(data),
+                data: Source::User(data),
                 readers: size as u32 - 1,
             }
         } else {
@@ -127,22 +128,22 @@ impl Engine {
             }
         };
         self.net.counters.mail_shares += 1;
-        self.start_mail(comm, chan, work, blocking).map(Ok)
+        self.start_mail(comm, chan, work, blocking).map(Some)
     }
 
     /// `MPI_Gather` of blocks of up to `MAIL_MAX` bytes
-    /// (`LANAI_NODE_COLL=auto`); `out` is the root's receive buffer. `Err`
-    /// gives `data` back when it does not qualify.
+    /// (`LANAI_NODE_COLL=auto`); `out` is the root's receive buffer.
+    /// `None` when it does not qualify.
     pub(super) fn mail_gather(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: Option<UserBuf>,
         root: u32,
         blocking: bool,
-    ) -> MpiResult<Result<usize, Vec<u8>>> {
+    ) -> MpiResult<Option<usize>> {
         if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
-            return Ok(Err(data));
+            return Ok(None);
         }
         let (chan, stamp) = self.mail_stamp(comm)?;
         let root = root as usize;
@@ -156,7 +157,7 @@ impl Engine {
                 }
                 let buf = self.st.colls.take_buf();
                 Work::Collect {
-                    collect: Collect::new(stamp, n, root, &data, buf),
+                    collect: Collect::new(stamp, n, root, data.as_slice(), buf),
                     merge: Merge::Gather,
                     out,
                     shape: self.settings.algos.reduce,
@@ -164,11 +165,11 @@ impl Engine {
             }
             _ => Work::Post {
                 post: Post::new(me, stamp, root),
-                data: Source::Owned(data),
+                data: Source::User(data),
             },
         };
         self.net.counters.mail_shares += 1;
-        self.start_mail(comm, chan, work, blocking).map(Ok)
+        self.start_mail(comm, chan, work, blocking).map(Some)
     }
 }
 
@@ -284,19 +285,19 @@ impl MailScan {
 
 impl Engine {
     /// `MPI_Scan` (`inclusive`) or `MPI_Exscan` of up to `MAIL_MAX` bytes
-    /// (`LANAI_NODE_COLL=auto`). `Err` gives the arguments back when it
-    /// does not qualify.
+    /// (`LANAI_NODE_COLL=auto`); `data` may be `out` (in place). `Err`
+    /// gives the operation back when it does not qualify.
     pub(super) fn mail_scan(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         out: UserBuf,
         op: Combiner,
         inclusive: bool,
         blocking: bool,
-    ) -> MpiResult<Result<usize, (Vec<u8>, Combiner)>> {
+    ) -> MpiResult<Result<usize, Combiner>> {
         if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
-            return Ok(Err((data, op)));
+            return Ok(Err(op));
         }
         let (chan, stamp) = self.mail_stamp(comm)?;
         let (rank, me, _, n) = self.mail_members(comm, 0)?;
@@ -304,7 +305,7 @@ impl Engine {
         let scan = MailScan {
             post: (readers > 0).then(|| Post::new(me, stamp, rank)),
             readers,
-            data: Source::Owned(data),
+            data: Source::User(data),
             next: 0,
             stamp,
             acc: [0; MAIL_MAX],

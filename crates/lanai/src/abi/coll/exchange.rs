@@ -5,11 +5,10 @@ use super::{
     array, block_bytes, bytes_buf, comm_info, in_place, layout_v, layout_w, not_in_place, same_len,
     send_data, slice_of,
 };
-use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
-use crate::engine::error::{MpiError, MpiResult};
+use crate::engine::error::MpiResult;
 use crate::engine::Engine;
 use crate::mpi_fn;
 use lanai_coll::Layout;
@@ -63,6 +62,14 @@ unsafe fn allgather_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            allgather(
+                e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -269,7 +276,6 @@ iallgatherv_entry!(
 /// # Safety
 /// `recvbuf` covers `recv` and `sendbuf` (unless MPI_IN_PLACE) covers the
 /// layout `send` builds, until completion.
-#[allow(clippy::too_many_arguments)]
 unsafe fn alltoall_start(
     e: &mut Engine,
     ci: usize,
@@ -277,8 +283,6 @@ unsafe fn alltoall_start(
     send: impl FnOnce() -> MpiResult<Layout>,
     recvbuf: *mut c_void,
     recv: Layout,
-    equal_blocks: bool,
-    blocking: bool,
 ) -> MpiResult<usize> {
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: per the contract.
@@ -291,15 +295,7 @@ unsafe fn alltoall_start(
         let data = unsafe { bytes_buf(sendbuf, send.extent())? };
         (data.as_slice().to_vec(), send)
     };
-    // MPI_Alltoall's blocks are equal on every rank, -v's and -w's need not be.
-    if equal_blocks {
-        return e.ialltoall(ci, data, &send, &recv, out, blocking);
-    }
     e.ialltoallv(ci, data, &send, &recv, out)
-}
-
-fn uniform(size: u32, blk: usize) -> MpiResult<Layout> {
-    Layout::uniform(size, blk).map_err(|e| MpiError::new(c::MPI_ERR_COUNT, e.to_string()))
 }
 
 /// # Safety
@@ -317,10 +313,21 @@ unsafe fn alltoall(
     blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
-    let recv = uniform(size, block_bytes(recvcount, recvtype, size)?.0)?;
-    let send = || uniform(size, block_bytes(sendcount, sendtype, size)?.0);
-    // SAFETY: the caller's buffers hold `size` blocks each.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, true, blocking) }
+    not_in_place(recvbuf, "the receive buffer")?;
+    let (rblk, rall) = block_bytes(recvcount, recvtype, size)?;
+    // SAFETY: the receive buffer holds `size` blocks.
+    let out = unsafe { bytes_buf(recvbuf, rall)? };
+    let (data, sblk) = if in_place(sendbuf) {
+        (out.as_slice().to_vec(), rblk)
+    } else {
+        let (sblk, sall) = block_bytes(sendcount, sendtype, size)?;
+        // SAFETY: the send buffer holds `size` blocks.
+        (
+            unsafe { bytes_buf(sendbuf, sall)? }.as_slice().to_vec(),
+            sblk,
+        )
+    };
+    e.ialltoall(ci, data, sblk, rblk, out, blocking)
 }
 
 /// Alltoall, blocking or not, with the buffers staged for derived types.
@@ -340,6 +347,14 @@ unsafe fn alltoall_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            alltoall(
+                e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -435,7 +450,7 @@ unsafe fn alltoallv(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false, false) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
 }
 
 /// Alltoallv, blocking or not, with the buffers staged for derived types.
@@ -576,7 +591,7 @@ unsafe fn alltoallw(
         }
     };
     // SAFETY: the caller's buffers cover their layouts.
-    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv, false, false) }
+    unsafe { alltoall_start(e, ci, sendbuf, send, recvbuf, recv) }
 }
 
 /// Alltoallw, blocking or not, with the buffers staged for derived types.

@@ -9,6 +9,7 @@ use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Reques
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::abi::user_buf;
+use crate::abi::userbuf::UserBuf;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -42,7 +43,7 @@ unsafe fn gather(
             return Err(only_at_root());
         }
         // SAFETY: the send buffer, per the contract.
-        let data = unsafe { send_data(sendbuf, sendcount, sendtype)? };
+        let data = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
         return e.igather(ci, data, None, root, blocking);
     }
     not_in_place(recvbuf, "the receive buffer")?;
@@ -51,10 +52,11 @@ unsafe fn gather(
     let out = unsafe { bytes_buf(recvbuf, all)? };
     let data = if in_place(sendbuf) {
         let at = rank as usize * blk;
-        slice_of(&out, at..at + blk)?
+        out.range(at..at + blk)
+            .ok_or_else(|| MpiError::internal("in-place block outside the receive buffer"))?
     } else {
         // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+        unsafe { user_buf(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), blk)?;
     e.igather(ci, data, Some(out), root, blocking)
@@ -78,6 +80,14 @@ unsafe fn gather_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            gather(
+                e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -340,7 +350,7 @@ unsafe fn scatter(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
-        return e.iscatter(ci, Vec::new(), out.len(), Some(out), root, blocking);
+        return e.iscatter(ci, UserBuf::EMPTY, out.len(), Some(out), root, blocking);
     }
     not_in_place(
         sendbuf,
@@ -348,7 +358,7 @@ unsafe fn scatter(
     )?;
     let (blk, all) = block_bytes(sendcount, sendtype, size)?;
     // SAFETY: the root's send buffer holds `size * sendcount` elements.
-    let data = unsafe { bytes_buf(sendbuf, all)? }.as_slice().to_vec();
+    let data = unsafe { bytes_buf(sendbuf, all)? };
     // SAFETY: the root's receive buffer, per the contract.
     let out = unsafe { root_recv(recvbuf, recvcount, recvtype, blk)? };
     e.iscatter(ci, data, blk, out, root, blocking)
@@ -372,6 +382,14 @@ unsafe fn scatter_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            scatter(
+                e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,

@@ -1,9 +1,7 @@
 //! Reductions whose result is split or prefixed: reduce-scatter (with
 //! per-rank counts and with equal blocks), inclusive and exclusive scan.
 
-use super::{
-    bytes_buf, combiner, comm_info, elem_bytes, in_place, not_in_place, reduce_arg, send_data,
-};
+use super::{bytes_buf, combiner, comm_info, elem_bytes, in_place, not_in_place, reduce_arg};
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Use};
@@ -77,6 +75,21 @@ unsafe fn reduce_scatter_block_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[datatype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            reduce_scatter_block(
+                e,
+                sendbuf,
+                recvbuf,
+                recvcount,
+                datatype,
+                (op, datatype),
+                comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -339,11 +352,13 @@ unsafe fn scan(
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the receive buffer, per the contract.
     let out = unsafe { user_buf(recvbuf, count, datatype)? };
+    // In place the data is `out` itself, which every path reads before
+    // it writes the result.
     let data = if in_place(sendbuf) {
-        out.as_slice().to_vec()
+        out
     } else {
         // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, count, datatype)? }
+        unsafe { user_buf(sendbuf, count, datatype)? }
     };
     match kind {
         Prefix::Inclusive => e.iscan(ci, data, out, comb, blocking),
@@ -369,6 +384,22 @@ unsafe fn scan_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[datatype]) {
+        // SAFETY: the caller's buffers, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            scan(
+                e,
+                kind,
+                sendbuf,
+                recvbuf,
+                count,
+                datatype,
+                (op, datatype),
+                comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,

@@ -1053,6 +1053,14 @@ pub fn unstaged(
     })
 }
 
+/// Whether buffers of these datatypes need no staging: every one is
+/// predefined, hence contiguous, and is reduced as itself.
+pub fn all_predefined(types: &[crate::abi::consts::MPI_Datatype]) -> bool {
+    types
+        .iter()
+        .all(|&t| crate::abi::types::predefined(t).is_some())
+}
+
 fn check_request(mode: Mode) -> MpiResult<()> {
     if matches!(mode, Mode::Request(r) if r.is_null()) {
         return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));

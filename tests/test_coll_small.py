@@ -79,6 +79,19 @@ def test_messages_give_the_same_bits(lanai_exe, nranks):
     assert len(_digests(fast)) == nranks
 
 
+@pytest.mark.parametrize("env", [{}, {"LANAI_NODE_COLL": "messages"}], ids=["auto", "messages"])
+def test_a_long_loop_of_gathers_still_finalizes(lanai_exe, env):
+    """20000 gathers back to back on 8 ranks: through messages, the root
+    ends up owing the others answers about messages they lent it, and a
+    peer that has finalized stops reading its ring. MPI_Finalize used to
+    wait for ring space there forever (half the runs hung). Three runs,
+    so a return of that bug fails this almost surely."""
+    for _ in range(3):
+        r = run_job(lanairun_argv(lanai_exe, 8, 1, ("1", "20000")), lanai_exe, env)
+        assert_passed(r, PROG)
+        assert_clean(r)
+
+
 def test_a_bad_knob_value_is_named(lanai_exe):
     r = run_job(lanairun_argv(lanai_exe, 2, 1), lanai_exe, {"LANAI_NODE_COLL": "fast"})
     assert r.returncode != 0

@@ -7,7 +7,12 @@
  * Each rank prints "digest <rank> <hex>": a hash of its floating-point
  * results, so a run under LANAI_NODE_COLL=messages can be compared bit
  * for bit.
- * usage: coll_small [rounds] */
+ * With a second argument, it ends with that many gathers of 104 bytes to
+ * rank 0 in a tight loop, after the verdict and right before
+ * MPI_Finalize: the root then owes the others answers about the messages
+ * they lent it, and every rank must still get out of MPI_Finalize. (The
+ * verdict's messages would drain those answers, so they come first.)
+ * usage: coll_small [rounds] [gathers] */
 #include "lt.h"
 
 static unsigned long long digest = 1469598103934665603ULL;
@@ -257,6 +262,24 @@ static void run_ahead(MPI_Comm comm, int calls)
     }
 }
 
+/* Gathers of 13 doubles to rank 0, back to back. */
+static void gather_loop(int calls)
+{
+    enum { N = 13 };
+    double mine[N], *all = malloc(sizeof(double) * N * lt_size);
+    for (int c = 0; c < calls; c++) {
+        for (int i = 0; i < N; i++)
+            mine[i] = lt_rank * 1e6 + c + i;
+        MPI_OK(MPI_Gather(mine, N, MPI_DOUBLE, all, N, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+        /* Checked now and then: the root must not fall behind by checking. */
+        if (lt_rank == 0 && c % 1000 == 999)
+            for (int r = 0; r < lt_size; r++)
+                CHECK(all[r * N] == r * 1e6 + c && all[r * N + N - 1] == r * 1e6 + c + N - 1,
+                      "gather loop %d from %d", c, r);
+    }
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     lt_init("coll_small", &argc, &argv);
@@ -286,5 +309,11 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Op_free(&matop));
     printf("digest %d %016llx\n", lt_rank, digest);
     fflush(stdout);
-    return lt_finish();
+    if (argc < 3)
+        return lt_finish();
+    long total = lt_total_failures();
+    lt_print_verdict(total);
+    gather_loop(atoi(argv[2]));
+    MPI_Finalize();
+    return total == 0 && lt_errs == 0 ? 0 : 1;
 }

@@ -434,6 +434,7 @@ impl Engine {
         }
         while self.net.has_backlog() {
             self.progress(false)?;
+            self.net.drop_backlog_to_finished();
         }
         if let Some(tcp) = self.net.tcp.as_mut() {
             // Says goodbye to every peer so their end-of-file is not a failure.

@@ -203,6 +203,24 @@ impl Net {
         self.backlog_len > 0
     }
 
+    /// Past `MPI_Finalize`'s barrier: drops what waits for the ring of a
+    /// peer that has finished too. That peer needs nothing more from us
+    /// (its last receive completed before the barrier could), typically
+    /// these are answers about collective messages it lent, and it stops
+    /// reading its rings once its own backlog is out: waiting for space
+    /// there could last forever.
+    pub fn drop_backlog_to_finished(&mut self) {
+        let Some(shm) = self.shm.as_ref() else {
+            return;
+        };
+        for (local, q) in self.backlog.iter_mut().enumerate() {
+            if !q.is_empty() && shm.peer_finished(local) {
+                self.backlog_len -= q.len();
+                q.clear();
+            }
+        }
+    }
+
     /// Whether messages to local rank `local` queue behind a full ring.
     pub fn backlogged(&self, local: usize) -> bool {
         self.backlog.get(local).is_some_and(|q| !q.is_empty())

@@ -1,4 +1,7 @@
-/* Collective latency: usage: collectives barrier|allreduce|reduce [bytes] [iters]
+/* Collective latency: usage: collectives WHAT [bytes] [iters], where WHAT is
+ * barrier, allreduce, reduce, bcast, gather, scatter, allgather, alltoall,
+ * reduce_scatter (the block form), scan or exscan; `bytes` is what each rank
+ * contributes or receives per peer (doubles; at least one).
  * prints "<name> <ranks> <bytes> <usec per call>" (the maximum over ranks). */
 #include <mpi.h>
 #include <stdio.h>
@@ -14,16 +17,31 @@ int main(int argc, char **argv) {
     int bytes = argc > 2 ? atoi(argv[2]) : 8;
     int iters = argc > 3 ? atoi(argv[3]) : 2000;
     int count = bytes / 8 > 0 ? bytes / 8 : 1;
-    double *in = calloc(count, sizeof(double)), *out = calloc(count, sizeof(double));
+    /* Room for one block per rank, for the rooted and all-to-all forms. */
+    double *in = calloc((size_t)count * size, sizeof(double));
+    double *out = calloc((size_t)count * size, sizeof(double));
+    MPI_Comm w = MPI_COMM_WORLD;
     double t = 0;
     for (int pass = 0; pass < 2; pass++) {
         int n = pass == 0 ? iters / 10 + 1 : iters;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (int i = 0; i < n; i++) {
-            if (!strcmp(what, "barrier")) MPI_Barrier(MPI_COMM_WORLD);
-            else if (!strcmp(what, "allreduce")) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-            else MPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (!strcmp(what, "barrier")) MPI_Barrier(w);
+            else if (!strcmp(what, "allreduce")) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, w);
+            else if (!strcmp(what, "reduce")) MPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, w);
+            else if (!strcmp(what, "bcast")) MPI_Bcast(in, count, MPI_DOUBLE, 0, w);
+            else if (!strcmp(what, "gather")) MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, w);
+            else if (!strcmp(what, "scatter")) MPI_Scatter(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, w);
+            else if (!strcmp(what, "allgather")) MPI_Allgather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, w);
+            else if (!strcmp(what, "alltoall")) MPI_Alltoall(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, w);
+            else if (!strcmp(what, "reduce_scatter")) MPI_Reduce_scatter_block(in, out, count, MPI_DOUBLE, MPI_SUM, w);
+            else if (!strcmp(what, "scan")) MPI_Scan(in, out, count, MPI_DOUBLE, MPI_SUM, w);
+            else if (!strcmp(what, "exscan")) MPI_Exscan(in, out, count, MPI_DOUBLE, MPI_SUM, w);
+            else {
+                if (rank == 0) fprintf(stderr, "collectives: unknown collective %s\n", what);
+                MPI_Abort(w, 2);
+            }
         }
         t = (MPI_Wtime() - t0) * 1e6 / n;
     }

@@ -15,7 +15,7 @@ use super::central::{Central, Setup};
 use super::coll::{Combiner, MakeCombiner};
 use super::comm::Comms;
 use super::error::{MpiError, MpiResult};
-use super::mail_share::{MailScan, ScanPoll};
+use super::mail_share::{MailScan, Readers, ScanPoll};
 use super::net::Net;
 use super::request::{Op, DONE};
 use super::riding::Source;
@@ -25,7 +25,7 @@ use crate::abi::consts as c;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::{Channel, Device, MAIL_MAX};
 use crate::shm::stage::{self, Stage, STAGE_MAX};
-use lanai_coll::mailbox::{Collect, FreeSlots, Post, Read};
+use lanai_coll::mailbox::{Collect, FreeSlots, Post, PostPieces, ReadPieces};
 use lanai_coll::ReduceTree;
 
 /// A staged contribution's descriptor, as its mailbox slot carries it: the
@@ -61,14 +61,20 @@ pub(super) enum Work {
     /// the reduce completes, or a copy the call made: it is copied once,
     /// into the slot.
     Post { post: Post, data: Source },
-    /// A post that `readers` members read (`mail_share.rs`).
+    /// A post that other members read (`mail_share.rs`), in pieces of
+    /// a slot each.
     PostFor {
-        post: Post,
+        post: PostPieces,
         data: Source,
-        readers: u32,
+        readers: Readers,
     },
-    /// Reading a post: bytes `at..at + out.len()` of it go to `out`.
-    Read { read: Read, out: UserBuf, at: usize },
+    /// Reading some of a post into `out` (through `tmp` when `out` is not
+    /// contiguous).
+    Read {
+        read: ReadPieces,
+        out: UserBuf,
+        tmp: Vec<u8>,
+    },
     /// A scan's posts and reads (`mail_share.rs`).
     Scan(Box<MailScan>),
     Collect {
@@ -349,17 +355,18 @@ impl Engine {
         Ok(req)
     }
 
-    /// The next mailbox stamp of `comm`, whose channel `device_ready`
-    /// found: (channel, stamp).
-    pub(super) fn mail_stamp(&mut self, comm: usize) -> MpiResult<(usize, u32)> {
+    /// The next `n` mailbox stamps of `comm`, whose channel
+    /// `device_ready` found: (channel, the first stamp).
+    pub(super) fn mail_stamps(&mut self, comm: usize, n: usize) -> MpiResult<(usize, u32)> {
         let Central::Active(setup) = &mut self.comms.get_mut(comm)?.central else {
             return Err(MpiError::internal("mailbox op without a channel"));
         };
         let chan = setup
             .node_channel()
             .ok_or_else(|| MpiError::internal("mailbox op off its node"))?;
-        setup.mail = setup.mail.wrapping_add(1);
-        Ok((chan, setup.mail))
+        let first = setup.mail.wrapping_add(1);
+        setup.mail = setup.mail.wrapping_add(n as u32);
+        Ok((chan, first))
     }
 
     /// Runs chunked collective `op` on channel `chan` of `comm` among the
@@ -528,8 +535,8 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
             post,
             data,
             readers,
-        } => posted(post.poll_for(&w, free, data.as_slice(), *readers)),
-        Work::Read { read, out, at } => read_post(read, &w, out, *at),
+        } => posted(post.poll(&w, free, data.as_slice(), |j| readers.of(j))),
+        Work::Read { read, out, tmp } => read_post(read, &w, out, tmp),
         Work::Scan(scan) => match scan.poll(&w, wires, free) {
             ScanPoll::Waiting => Outcome::Waiting,
             ScanPoll::Moved => Outcome::Took,
@@ -577,27 +584,36 @@ fn posted(done: bool) -> Outcome {
     }
 }
 
-/// Polls a read of a post once: its bytes `at..at + out.len()` go to
-/// `out`. A post too short for them fails the read (the members disagree
-/// on the lengths).
+/// Polls a read of a post once, into `out` (through `tmp` when `out` is
+/// not contiguous). Pieces of the wrong length fail the read (the members
+/// disagree on the lengths).
 #[inline(always)]
-fn read_post(read: &Read, w: &Channel<'_>, out: &UserBuf, at: usize) -> Outcome {
-    let mut buf = [0u8; MAIL_MAX];
-    let Some(n) = read.poll(w, &mut buf) else {
-        return Outcome::Waiting;
+fn read_post(read: &mut ReadPieces, w: &Channel<'_>, out: &UserBuf, tmp: &mut Vec<u8>) -> Outcome {
+    let before = read.progress();
+    let res = if out.is_contiguous() {
+        read.poll(w, out.as_mut_slice())
+    } else {
+        tmp.resize(out.len(), 0);
+        read.poll(w, tmp)
     };
-    let want = at + out.len();
-    if n < want || n > MAIL_MAX {
-        return Outcome::Failed(MpiError::new(
+    match res {
+        Ok(true) => {
+            if !out.is_contiguous() {
+                out.write(tmp);
+            }
+            Outcome::Read
+        }
+        // Its poster may wait for the slots of the pieces read.
+        Ok(false) if read.progress() > before => Outcome::Took,
+        Ok(false) => Outcome::Waiting,
+        Err(e) => Outcome::Failed(MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(
-                "the root sent {n} bytes, this rank expects its {} at byte {at}",
-                out.len()
+                "piece {} of the root's post holds {} bytes, this rank expects {}",
+                e.piece, e.got, e.want
             ),
-        ));
+        )),
     }
-    out.write(&buf[at..want]);
-    Outcome::Read
 }
 
 /// A non-root's staged post: copies `data` into its staging slot once the

@@ -3,8 +3,11 @@
 //! (`central_reduce.rs`): whoever sends drops its bytes into its next slot
 //! and goes on, as an eager send would, and the receivers copy them out.
 //!
-//! - A broadcast's root posts its buffer for every other member to read.
-//! - A scatter's root posts its whole vector; each member copies its block.
+//! - A broadcast's root posts its buffer for every other member to read,
+//!   in pieces of a slot each, up to about 1 KiB (280 bytes where ranks
+//!   share cores).
+//! - A scatter's root posts its whole vector; each member copies its
+//!   block from the pieces that hold it.
 //! - A gather is a reduce that lays the parts end to end instead of
 //!   folding them.
 //! - A scan's members each post their part for the members above them,
@@ -21,18 +24,79 @@ use super::riding::Source;
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::MAIL_MAX;
-use lanai_coll::mailbox::{Collect, Post, Read};
+use lanai_coll::mailbox::{pieces, Collect, Post, PostPieces, Read, ReadPieces};
 use lanai_coll::Combine;
 
+/// Slots a broadcast or scatter may take: posts up to this many times
+/// `MAIL_MAX` bytes (1064) go through the mailboxes, so they meet the
+/// staging slots' broadcast at 1 KiB (`staged_allreduce::BCAST_MIN`).
+/// With a core per rank they beat messages at every size up to there (2
+/// ranks on 2 cores, 8-byte loops: 128 B 0.07 against 0.32 us, 512 B 0.14
+/// against 0.35, 1 KiB 0.25 against 0.39).
+const SHARE_PIECES: usize = 19;
+
+/// Slots a broadcast or scatter may take where ranks share cores (280
+/// bytes): there every reader's copy of every piece waits for its turn
+/// on a core, and from 512 bytes the binomial tree's few messages win (8
+/// ranks on 2 cores: 256 B 2.0 against 2.3 us, 512 B 3.7 against 2.4,
+/// 800 B 5.4 against 2.6).
+const SHARE_PIECES_CROWDED: usize = 5;
+
+/// Who reads each piece of a post.
+pub enum Readers {
+    /// A broadcast's: every other member reads every piece.
+    All(u32),
+    /// A scatter's: member `r` reads the pieces its `block` touches.
+    Blocks {
+        block: usize,
+        members: usize,
+        root: usize,
+    },
+}
+
+impl Readers {
+    /// Members that read piece `j`.
+    pub(super) fn of(&self, j: usize) -> u32 {
+        match *self {
+            Readers::All(n) => n,
+            Readers::Blocks {
+                block,
+                members,
+                root,
+            } => (0..members)
+                .filter(|&r| {
+                    r != root && ReadPieces::touches(&(r * block..(r + 1) * block), j, MAIL_MAX)
+                })
+                .count() as u32,
+        }
+    }
+}
+
 impl Engine {
+    /// Whether a post of `len` bytes that others read in pieces may run on
+    /// `comm` (see [`SHARE_PIECES`], [`SHARE_PIECES_CROWDED`]).
+    fn share_ready(&mut self, comm: usize, len: usize, blocking: bool) -> MpiResult<bool> {
+        if !self.mail_ready(comm, len, SHARE_PIECES * MAIL_MAX, blocking)? {
+            return Ok(false);
+        }
+        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        Ok(!crowded || len <= SHARE_PIECES_CROWDED * MAIL_MAX)
+    }
+
     /// Whether a mailbox op of `len` bytes may run on `comm` (every member
     /// on this node, the channel agreed; `blocking` calls may agree it).
     #[inline]
-    fn mail_ready(&mut self, comm: usize, len: usize, blocking: bool) -> MpiResult<bool> {
+    fn mail_ready(
+        &mut self,
+        comm: usize,
+        len: usize,
+        max: usize,
+        blocking: bool,
+    ) -> MpiResult<bool> {
         if self.offload.is_some() {
             return Ok(false);
         }
-        self.device_ready(comm, len, MAIL_MAX, blocking)
+        self.device_ready(comm, len, max, blocking)
     }
 
     /// On `comm`'s channel: this rank's position, its device input, the
@@ -49,8 +113,9 @@ impl Engine {
         Ok((cm.rank as usize, setup.me(), r, m.len()))
     }
 
-    /// `MPI_Bcast` of up to `MAIL_MAX` bytes (`LANAI_BCAST=auto`); `None`
-    /// when it does not qualify.
+    /// `MPI_Bcast` of up to [`SHARE_PIECES`] slots, [`SHARE_PIECES_CROWDED`]
+    /// where ranks share cores (`LANAI_BCAST=auto`); `None` when it does
+    /// not qualify.
     pub(super) fn mail_bcast(
         &mut self,
         comm: usize,
@@ -58,34 +123,35 @@ impl Engine {
         root: u32,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
+        let len = buf.len();
         if self.settings.algos.bcast != lanai_coll::BcastAlgo::Auto
-            || !self.mail_ready(comm, buf.len(), blocking)?
+            || !self.share_ready(comm, len, blocking)?
         {
             return Ok(None);
         }
-        let (chan, stamp) = self.mail_stamp(comm)?;
+        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
         let root = root as usize;
         let (rank, me, from, n) = self.mail_members(comm, root)?;
         let work = if rank == root {
             Work::PostFor {
-                post: Post::new(me, stamp, root),
+                post: PostPieces::new(me, first, len, MAIL_MAX),
                 data: Source::User(buf),
-                readers: n as u32 - 1,
+                readers: Readers::All(n as u32 - 1),
             }
         } else {
             Work::Read {
-                read: Read::new(from, stamp),
+                read: ReadPieces::new(from, first, len, 0..len, MAIL_MAX),
                 out: buf,
-                at: 0,
+                tmp: Vec::new(),
             }
         };
         self.net.counters.mail_shares += 1;
         self.start_mail(comm, chan, work, blocking).map(Some)
     }
 
-    /// `MPI_Scatter` of `block`-byte blocks whose vector fits a mailbox
-    /// slot (`LANAI_NODE_COLL=auto`); `data` is the root's vector. `None`
-    /// when it does not qualify.
+    /// `MPI_Scatter` of `block`-byte blocks whose vector fits as a
+    /// broadcast's does (`LANAI_NODE_COLL=auto`); `data` is the root's
+    /// vector. `None` when it does not qualify.
     pub(super) fn mail_scatter(
         &mut self,
         comm: usize,
@@ -97,10 +163,13 @@ impl Engine {
     ) -> MpiResult<Option<usize>> {
         let size = self.comms.get(comm)?.size as usize;
         let len = block.saturating_mul(size);
-        if block == 0 || !self.settings.algos.node_colls || !self.mail_ready(comm, len, blocking)? {
+        if block == 0
+            || !self.settings.algos.node_colls
+            || !self.share_ready(comm, len, blocking)?
+        {
             return Ok(None);
         }
-        let (chan, stamp) = self.mail_stamp(comm)?;
+        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
         let root = root as usize;
         let (rank, me, from, _) = self.mail_members(comm, root)?;
         let work = if rank == root {
@@ -113,18 +182,22 @@ impl Engine {
                 o.write(mine);
             }
             Work::PostFor {
-                post: Post::new(me, stamp, root),
+                post: PostPieces::new(me, first, len, MAIL_MAX),
                 data: Source::User(data),
-                readers: size as u32 - 1,
+                readers: Readers::Blocks {
+                    block,
+                    members: size,
+                    root,
+                },
             }
         } else {
             let out = out
                 .filter(|o| o.len() == block)
                 .ok_or_else(|| MpiError::internal("scatter: receive buffer of the wrong size"))?;
             Work::Read {
-                read: Read::new(from, stamp),
+                read: ReadPieces::new(from, first, len, rank * block..(rank + 1) * block, MAIL_MAX),
                 out,
-                at: rank * block,
+                tmp: Vec::new(),
             }
         };
         self.net.counters.mail_shares += 1;
@@ -142,10 +215,12 @@ impl Engine {
         root: u32,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
-        if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
+        if !self.settings.algos.node_colls
+            || !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)?
+        {
             return Ok(None);
         }
-        let (chan, stamp) = self.mail_stamp(comm)?;
+        let (chan, stamp) = self.mail_stamps(comm, 1)?;
         let root = root as usize;
         let (rank, me, _, n) = self.mail_members(comm, root)?;
         let work = match out {
@@ -296,10 +371,12 @@ impl Engine {
         inclusive: bool,
         blocking: bool,
     ) -> MpiResult<Result<usize, Combiner>> {
-        if !self.settings.algos.node_colls || !self.mail_ready(comm, data.len(), blocking)? {
+        if !self.settings.algos.node_colls
+            || !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)?
+        {
             return Ok(Err(op));
         }
-        let (chan, stamp) = self.mail_stamp(comm)?;
+        let (chan, stamp) = self.mail_stamps(comm, 1)?;
         let (rank, me, _, n) = self.mail_members(comm, 0)?;
         let readers = (n - 1 - rank) as u32;
         let scan = MailScan {

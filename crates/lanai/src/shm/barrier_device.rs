@@ -392,6 +392,12 @@ impl MailWires for Channel<'_> {
     fn give(&self, i: usize, slot: usize) {
         self.taken_word(i, slot).fetch_add(1, Ordering::Release);
     }
+
+    fn give_alone(&self, i: usize, slot: usize) {
+        // The only writer of this count until its owner sees it reached.
+        let w = self.taken_word(i, slot);
+        w.store(w.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+    }
 }
 
 /// `FUTEX_WAIT` on a word in shared memory (not the private variant: the

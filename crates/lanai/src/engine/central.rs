@@ -537,8 +537,9 @@ impl Engine {
     }
 
     /// Starts a device barrier, with a small collective riding on it if
-    /// `riding` says so (its part is written on arrival). `blocking`: the caller waits at once, and gets
-    /// [`DONE`] instead of a request if the barrier is over as it starts.
+    /// `riding` says so (its part is written on arrival). `blocking`: the
+    /// caller waits at once, and gets [`DONE`] instead of a request if the
+    /// barrier is over as it starts.
     pub(super) fn central_start_with(
         &mut self,
         comm: usize,

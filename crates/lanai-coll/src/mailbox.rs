@@ -260,12 +260,23 @@ impl Post {
 pub struct Read {
     src: usize,
     stamp: u32,
+    alone: bool,
 }
 
 impl Read {
     /// Reads post `stamp` of the member whose input is `src`.
     pub fn new(src: usize, stamp: u32) -> Self {
-        Self { src, stamp }
+        Self {
+            src,
+            stamp,
+            alone: false,
+        }
+    }
+
+    /// This reader is the post's only one: it counts itself with
+    /// [`MailWires::give_alone`].
+    pub fn alone(self, alone: bool) -> Self {
+        Self { alone, ..self }
     }
 
     /// Copies the post into `out` once it is there and counts this reader
@@ -277,7 +288,11 @@ impl Read {
             return None;
         }
         let n = w.read(self.src, slot, out);
-        w.give(self.src, slot);
+        if self.alone {
+            w.give_alone(self.src, slot);
+        } else {
+            w.give(self.src, slot);
+        }
         Some(n)
     }
 
@@ -357,6 +372,8 @@ pub struct ReadPieces {
     piece: usize,
     /// The next piece to read.
     next: usize,
+    /// Every piece this reads has no other reader.
+    alone: bool,
 }
 
 /// A piece whose length is not what the post's length says.
@@ -385,7 +402,13 @@ impl ReadPieces {
             next: want.start / piece,
             want,
             piece,
+            alone: false,
         }
+    }
+
+    /// Every piece this reads has no other reader (see [`Read::alone`]).
+    pub fn alone(self, alone: bool) -> Self {
+        Self { alone, ..self }
     }
 
     /// The poster's input on the wires.
@@ -413,7 +436,8 @@ impl ReadPieces {
             let at = j * piece;
             let expect = piece.min(self.len - at);
             let stamp = self.first.wrapping_add(j as u32);
-            let Some(got) = Read::new(self.src, stamp).poll(w, &mut buf[..piece]) else {
+            let read = Read::new(self.src, stamp).alone(self.alone);
+            let Some(got) = read.poll(w, &mut buf[..piece]) else {
                 return Ok(false);
             };
             if got != expect {

@@ -140,7 +140,7 @@ impl Engine {
             }
         } else {
             Work::Read {
-                read: ReadPieces::new(from, first, len, 0..len, MAIL_MAX),
+                read: ReadPieces::new(from, first, len, 0..len, MAIL_MAX).alone(n == 2),
                 out: buf,
                 tmp: Vec::new(),
             }
@@ -195,7 +195,8 @@ impl Engine {
                 .filter(|o| o.len() == block)
                 .ok_or_else(|| MpiError::internal("scatter: receive buffer of the wrong size"))?;
             Work::Read {
-                read: ReadPieces::new(from, first, len, rank * block..(rank + 1) * block, MAIL_MAX),
+                read: ReadPieces::new(from, first, len, rank * block..(rank + 1) * block, MAIL_MAX)
+                    .alone(size == 2),
                 out,
                 tmp: Vec::new(),
             }
@@ -308,7 +309,10 @@ impl MailScan {
         let len = self.data.len();
         let mut part = [0u8; MAIL_MAX];
         while self.next < self.me {
-            let Some(n) = Read::new(wires[self.next], self.stamp).poll(w, &mut part) else {
+            // The part of rank k has the ranks above it as readers.
+            let alone = wires.len() - 1 - self.next == 1;
+            let read = Read::new(wires[self.next], self.stamp).alone(alone);
+            let Some(n) = read.poll(w, &mut part) else {
                 return if moved {
                     ScanPoll::Moved
                 } else {

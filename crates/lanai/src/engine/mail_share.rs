@@ -13,8 +13,8 @@
 //! - A scan's members each post their part for the members above them,
 //!   and fold the parts below them ([`MailScan`]).
 //!
-//! No message, no machine, no allocation: a root that runs ahead of its
-//! readers is held back only by its slots.
+//! No message and no machine: a root that runs ahead of its readers is
+//! held back only by its slots.
 
 use super::central::Central;
 use super::central_reduce::{Merge, Work};

@@ -2,8 +2,8 @@
 //! communicator whose members share one node, every member writes its part
 //! into its data slot for the barrier's generation as it arrives, and once
 //! the output flips each member reads what it needs from the others' slots
-//! where they lie. One barrier replaces the rounds of messages, and nothing
-//! is allocated.
+//! where they lie. One barrier replaces the rounds of messages, and no
+//! message machine is built.
 //!
 //! What a member reads, by collective:
 //! - allreduce: every part, folded in the canonical binomial grouping;

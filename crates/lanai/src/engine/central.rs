@@ -724,12 +724,12 @@ impl Engine {
     /// Every member's part of a riding collective, read where it lies
     /// into the caller's buffer; `buf` is scratch.
     fn central_read(&self, comm: usize, gen: u32, r: &Riding, buf: &mut Vec<u8>) -> MpiResult<()> {
+        let cm = self.comms.get(comm)?;
         let Central::Active(Setup {
             chan: Some(ch),
             members,
-            me,
             ..
-        }) = &self.comms.get(comm)?.central
+        }) = &cm.central
         else {
             return Err(MpiError::internal("device collective without a channel"));
         };
@@ -737,11 +737,8 @@ impl Engine {
         let w = device
             .ok_or_else(|| MpiError::internal("barrier device vanished"))?
             .channel(*ch);
-        let pos = members
-            .iter()
-            .position(|i| i == me)
-            .ok_or_else(|| MpiError::internal("device collective: not a member"))?;
-        r.finish(&w, gen, members, pos, buf)
+        // Every member is on this node, listed in rank order.
+        r.finish(&w, gen, members, cm.rank as usize, buf)
     }
 
     /// Wakes local members asleep on `comm`'s barrier: the futex sleepers

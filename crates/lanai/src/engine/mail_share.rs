@@ -63,11 +63,15 @@ impl Readers {
                 block,
                 members,
                 root,
-            } => (0..members)
-                .filter(|&r| {
-                    r != root && ReadPieces::touches(&(r * block..(r + 1) * block), j, MAIL_MAX)
-                })
-                .count() as u32,
+            } => {
+                // The blocks that overlap the piece's bytes, a run of ranks.
+                let first = j * MAIL_MAX / block;
+                let last = (((j + 1) * MAIL_MAX - 1) / block).min(members - 1);
+                if first > last {
+                    return 0;
+                }
+                (last - first + 1 - usize::from((first..=last).contains(&root))) as u32
+            }
         }
     }
 }
@@ -169,14 +173,24 @@ impl Engine {
         {
             return Ok(None);
         }
-        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
         let root = root as usize;
         let (rank, me, from, _) = self.mail_members(comm, root)?;
-        let work = if rank == root {
-            let mine = data
+        // Checked before any stamp is taken.
+        let mine = match out {
+            _ if rank == root => data
                 .as_slice()
                 .get(rank * block..(rank + 1) * block)
-                .ok_or_else(|| MpiError::internal("scatter: send buffer of the wrong size"))?;
+                .ok_or_else(|| MpiError::internal("scatter: send buffer of the wrong size"))
+                .map(Some)?,
+            Some(o) if o.len() == block => None,
+            _ => {
+                return Err(MpiError::internal(
+                    "scatter: receive buffer of the wrong size",
+                ))
+            }
+        };
+        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
+        let work = if let Some(mine) = mine {
             // No receive buffer: MPI_IN_PLACE, the block stays where it is.
             if let Some(o) = out {
                 o.write(mine);
@@ -191,9 +205,7 @@ impl Engine {
                 },
             }
         } else {
-            let out = out
-                .filter(|o| o.len() == block)
-                .ok_or_else(|| MpiError::internal("scatter: receive buffer of the wrong size"))?;
+            let out = out.unwrap_or(UserBuf::EMPTY);
             Work::Read {
                 read: ReadPieces::new(from, first, len, rank * block..(rank + 1) * block, MAIL_MAX)
                     .alone(size == 2),
@@ -221,16 +233,17 @@ impl Engine {
         {
             return Ok(None);
         }
-        let (chan, stamp) = self.mail_stamps(comm, 1)?;
         let root = root as usize;
         let (rank, me, _, n) = self.mail_members(comm, root)?;
+        // Checked before any stamp is taken.
+        if rank == root && out.is_some_and(|o| o.len() != data.len() * n) {
+            return Err(MpiError::internal(
+                "gather: receive buffer of the wrong size",
+            ));
+        }
+        let (chan, stamp) = self.mail_stamps(comm, 1)?;
         let work = match out {
             Some(out) if rank == root => {
-                if out.len() != data.len() * n {
-                    return Err(MpiError::internal(
-                        "gather: receive buffer of the wrong size",
-                    ));
-                }
                 let buf = self.st.colls.take_buf();
                 Work::Collect {
                     collect: Collect::new(stamp, n, root, data.as_slice(), buf),
@@ -398,5 +411,44 @@ impl Engine {
         self.net.counters.mail_shares += 1;
         self.start_mail(comm, chan, Work::Scan(Box::new(scan)), blocking)
             .map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The closed form counts the ranks whose block overlaps each piece,
+    /// root aside, as a reader decides it reads a piece.
+    #[test]
+    fn a_scatter_piece_has_the_readers_whose_blocks_touch_it() {
+        for members in 1..12 {
+            for block in 1..140 {
+                for root in 0..members {
+                    let r = Readers::Blocks {
+                        block,
+                        members,
+                        root,
+                    };
+                    for j in 0..pieces(block * members, MAIL_MAX) {
+                        let want = (0..members)
+                            .filter(|&m| {
+                                m != root
+                                    && ReadPieces::touches(
+                                        &(m * block..(m + 1) * block),
+                                        j,
+                                        MAIL_MAX,
+                                    )
+                            })
+                            .count() as u32;
+                        assert_eq!(
+                            r.of(j),
+                            want,
+                            "members {members} block {block} root {root} piece {j}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

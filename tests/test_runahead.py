@@ -24,6 +24,8 @@ Both check every result and bound how far each rank's peak resident size
 grows over the loop.
 """
 
+import re
+
 import pytest
 
 import harness
@@ -124,6 +126,32 @@ def test_thousands_of_nonblocking_collectives_in_flight(lanai_exes, nranks, node
     asked = harness.rank_stats(r.output, "asked")
     assert len(asked) == nranks, r.tail()
     assert sum(asked.values()) > 0, "no instance reached the bound\n" + r.tail()
+
+
+def test_members_waiting_for_a_mailbox_slot_are_woken_not_timed_out(lanai_exes):
+    # Small reduces on one node go through the mailboxes: the non-roots
+    # run a whole mailbox ahead of the lingering root, then sleep until it
+    # gives a slot back. The root rings only the members it sees asleep,
+    # and a member's last look before sleeping was paced (FreeSlots), so a
+    # slot given back just before the member said it sleeps went unseen
+    # until the sleep's 100 ms timeout: 10000 reduces at 4 ranks had 1-4
+    # such sleeps per rank in 3 runs of 4, and 3000 reduces took 0.26-0.31 s
+    # against 0.15-0.19 s. LANAI_STATS counts sleeps that timed out; here
+    # every sleep has a ring coming within 40 us, so none may.
+    # LANAI_CORES=1 makes the ranks crowded whatever the machine, so they
+    # sleep after a few dozen polls.
+    exe = lanai_exes["coll_runahead"]
+    for _ in range(2):
+        r = run_job(lanairun_argv(exe, 4, 1, ["10000", "8", "0"]), exe,
+                    {"LANAI_STATS": "1", "LANAI_CORES": "1"})
+        assert_passed(r, "coll_runahead")
+        assert_clean(r)
+        sleeps = harness.rank_stats(r.output, "sleeps")
+        timed_out = dict((int(k), int(v)) for k, v in re.findall(
+            r"stats rank (\d+):.*sleeps \d+ \(timed out (\d+)\)", r.output))
+        assert sorted(timed_out) == [0, 1, 2, 3], r.tail()
+        assert sum(sleeps.values()) > 0, "nobody slept: the case is not exercised\n" + r.tail()
+        assert all(n == 0 for n in timed_out.values()), r.tail()
 
 
 def test_tiny_messages_count_against_the_bound_too(lanai_exes):

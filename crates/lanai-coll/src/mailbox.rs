@@ -126,6 +126,16 @@ impl FreeSlots {
         true
     }
 
+    /// Makes the next claim of a slot not known free look at the stamps,
+    /// whatever the pacing says. A waiting member's last poll before it
+    /// sleeps must look: its root rings only members it sees asleep, so a
+    /// slot given back just before the member said so would go unnoticed
+    /// until the sleep timed out.
+    pub fn look_now(&self) {
+        self.idle.set(0);
+        self.waited.set(true);
+    }
+
     /// `slot` is not known free: learns the state of its whole group,
     /// when the wait before a look is over. True if `slot` is free.
     #[inline(never)]
@@ -713,6 +723,30 @@ mod tests {
         }
         assert_eq!(polls, [32, 16, 8, 4, 2, 1]);
         assert_eq!(free.backoff.get(), 0);
+    }
+
+    #[test]
+    fn a_member_about_to_sleep_looks_whatever_its_pacing() {
+        let w = Model::new(2);
+        let free = FreeSlots::default();
+        for s in 1..=SLOTS {
+            assert!(Post::new(1, s, 0).poll(&w, &free, &word(1, s)));
+        }
+        // Blocked long enough that its next look is many polls away.
+        let mut late = Post::new(1, SLOTS + 1, 0);
+        for _ in 0..4 * MAX_IDLE_POLLS {
+            assert!(!late.poll(&w, &free, &word(1, SLOTS + 1)));
+        }
+        // The root gives the slot back before the member says it sleeps,
+        // so it will not ring: the member's last poll must see the slot.
+        let mut c = Collect::new(1, 2, 0, &word(0, 1), Vec::new());
+        assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
+        assert!(!late.poll(&w, &free, &word(1, SLOTS + 1)), "paced");
+        free.look_now();
+        assert!(late.poll(&w, &free, &word(1, SLOTS + 1)));
+        // A slot still taken stays taken, however often it is asked.
+        free.look_now();
+        assert!(!Post::new(1, SLOTS + 2, 0).poll(&w, &free, &word(1, SLOTS + 2)));
     }
 
     /// Counts the reads of `taken` counts, the words roots write.

@@ -458,6 +458,17 @@ impl Engine {
         res
     }
 
+    /// Makes every mailbox op's next poll look at its slots, unpaced
+    /// ([`FreeSlots::look_now`]): called before the last poll ahead of a
+    /// sleep.
+    pub(super) fn mail_look_now(&self) {
+        for op in &self.st.colls.mail {
+            if let Ok(Central::Active(setup)) = self.comms.get(op.comm).map(|c| &c.central) {
+                setup.free.look_now();
+            }
+        }
+    }
+
     /// Rings the members of `comm` that sleep, which may wait for a slot
     /// the root just gave back.
     fn mail_wake(&self, comm: usize) -> MpiResult<()> {

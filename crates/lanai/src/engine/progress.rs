@@ -178,6 +178,8 @@ impl Engine {
             o.set_sleeping(true);
         }
         // A message may have arrived between the last poll and the flag.
+        // A slot too: mailbox posts pace their looks, and this one must look.
+        self.mail_look_now();
         let ready = self.progress(false)?;
         if !ready {
             if let Some(tcp) = self.net.tcp.as_mut() {

@@ -79,7 +79,7 @@ impl Layout {
     }
 
     /// Fails unless there is one block per rank.
-    pub(crate) fn check_size(&self, size: u32) -> Result<(), CollError> {
+    pub fn check_size(&self, size: u32) -> Result<(), CollError> {
         if self.counts.len() != size as usize {
             return Err(CollError::CountsLengthMismatch {
                 expected: size,

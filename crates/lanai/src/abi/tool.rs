@@ -512,6 +512,11 @@ const PVARS: &[Pvar] = &[
         desc: "Reduces across nodes sent straight to the root",
         read: |e| e.net.counters.flat_reduces,
     },
+    Pvar {
+        name: "lanai_exchanges",
+        desc: "All-to-alls run as point-to-point transfers between the callers' buffers",
+        read: |e| e.net.counters.exchanges,
+    },
 ];
 
 fn pvar(index: c_int) -> Result<&'static Pvar, c_int> {

@@ -1031,10 +1031,9 @@ impl Engine {
         if let Some(req) = self.mail_scatter(comm, data, block, out, root, blocking)? {
             return Ok(req);
         }
-        let data = data.as_slice().to_vec();
-        let data = match self.chunked_blocks(comm, data, block, out, Some(root))? {
+        let data = match self.chunked_blocks(comm, Source::User(data), block, out, Some(root))? {
             Ok(req) => return Ok(req),
-            Err(data) => data,
+            Err(data) => data.into_vec(),
         };
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Scatter::new(rank, size, root, data, block).map_err(coll_err)?;
@@ -1127,7 +1126,7 @@ impl Engine {
     pub fn ialltoall(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         send_block: usize,
         recv_block: usize,
         out: UserBuf,
@@ -1142,7 +1141,7 @@ impl Engine {
                 len: data.len(),
                 out,
             };
-            return self.ride(comm, Source::Owned(data), riding, blocking);
+            return self.ride(comm, data, riding, blocking);
         } else {
             match self.chunked_blocks(comm, data, send_block, Some(out), None)? {
                 Ok(req) => return Ok(req),
@@ -1156,16 +1155,22 @@ impl Engine {
 
     /// All-to-all: block `send.block(p)` of `data` goes to rank `p`; rank
     /// `p`'s bytes land in `recv.block(p)` of `out`. Serves alltoall, -v and -w.
+    /// The caller's send buffer goes as transfers (`exchange.rs`); a copy
+    /// (`MPI_IN_PLACE`) through the message machine.
     pub fn ialltoallv(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         send: &Layout,
         recv: &Layout,
         out: UserBuf,
     ) -> MpiResult<usize> {
+        if let Source::User(buf) = data {
+            return self.start_exchange(comm, buf, send, out, recv);
+        }
         let (rank, size) = self.rank_size(comm)?;
-        let m = lanai_coll::Alltoallv::new(rank, size, data, send, recv).map_err(coll_err)?;
+        let m = lanai_coll::Alltoallv::new(rank, size, data.into_vec(), send, recv)
+            .map_err(coll_err)?;
         self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
     }
 

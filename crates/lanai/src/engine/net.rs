@@ -55,6 +55,8 @@ pub struct Counters {
     pub mail_shares: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
     pub flat_reduces: u64,
+    /// All-to-alls run as point-to-point transfers (`exchange.rs`).
+    pub exchanges: u64,
 }
 
 #[derive(Debug)]

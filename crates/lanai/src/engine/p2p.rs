@@ -44,6 +44,26 @@ const TCP_CHUNK: usize = 256 << 10;
 /// against 8 GB/s).
 const SHARED_COPY_MIN: usize = 256 << 10;
 
+/// Which of a communicator's contexts a point-to-point transfer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ctx {
+    /// The program's.
+    P2p,
+    /// The collectives': transfers a collective makes between the
+    /// callers' buffers (`exchange.rs`), which no receive of the program
+    /// can match.
+    Coll,
+}
+
+impl Ctx {
+    fn of(self, cm: &super::comm::Comm) -> u32 {
+        match self {
+            Ctx::P2p => cm.ctx,
+            Ctx::Coll => cm.coll_ctx(),
+        }
+    }
+}
+
 impl Engine {
     /// Starts a send. Returns the request, or None when it already completed
     /// (the caller allocates a completed request if it needs a handle).
@@ -55,13 +75,26 @@ impl Engine {
         buf: UserBuf,
         mode: SendMode,
     ) -> MpiResult<Option<usize>> {
+        self.start_send_on(comm, Ctx::P2p, dest, tag, buf, mode)
+    }
+
+    /// [`Engine::start_send`] in context `on` of `comm`.
+    pub(super) fn start_send_on(
+        &mut self,
+        comm: usize,
+        on: Ctx,
+        dest: i32,
+        tag: i32,
+        buf: UserBuf,
+        mode: SendMode,
+    ) -> MpiResult<Option<usize>> {
         let cm = self.comms.get(comm)?;
         if dest == c::MPI_PROC_NULL {
             return Ok(None);
         }
         let dest = cm.check_rank(dest)?;
         let to = cm.peer_world(dest);
-        let (ctx, src) = (cm.ctx, cm.rank);
+        let (ctx, src) = (on.of(cm), cm.rank);
         let len = buf.len();
         let route = self.net.routes[to as usize];
         let sync = mode == SendMode::Sync;
@@ -178,8 +211,20 @@ impl Engine {
         tag: i32,
         buf: UserBuf,
     ) -> MpiResult<usize> {
+        self.start_recv_on(comm, Ctx::P2p, src, tag, buf)
+    }
+
+    /// [`Engine::start_recv`] in context `on` of `comm`.
+    pub(super) fn start_recv_on(
+        &mut self,
+        comm: usize,
+        on: Ctx,
+        src: i32,
+        tag: i32,
+        buf: UserBuf,
+    ) -> MpiResult<usize> {
         let cm = self.comms.get(comm)?;
-        let ctx = cm.ctx;
+        let ctx = on.of(cm);
         if src != ANY_SOURCE && src != c::MPI_PROC_NULL {
             cm.check_rank(src)?;
         }

@@ -42,6 +42,14 @@ impl Source {
         }
     }
 
+    /// The bytes as a vector of their own.
+    pub(super) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Source::User(b) => b.as_slice().to_vec(),
+            Source::Owned(v) => v,
+        }
+    }
+
     /// The bytes (a non-contiguous user buffer is packed once).
     pub(super) fn as_slice(&self) -> &[u8] {
         match self {

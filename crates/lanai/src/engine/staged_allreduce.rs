@@ -263,7 +263,7 @@ impl Engine {
             o.write_at(rank * len, &data);
         }
         let shares = (Share::Gather, Share::Allgather);
-        self.start_blocks(comm, chan, data, out, root, shares, len)
+        self.start_blocks(comm, chan, Source::Owned(data), out, root, shares, len)
             .map(Ok)
     }
 
@@ -276,11 +276,11 @@ impl Engine {
     pub(super) fn chunked_blocks(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         block: usize,
         out: Option<UserBuf>,
         root: Option<u32>,
-    ) -> MpiResult<Result<usize, Vec<u8>>> {
+    ) -> MpiResult<Result<usize, Source>> {
         if block < GATHER_MIN || self.offload.is_some() || !self.settings.algos.node_colls {
             return Ok(Err(data));
         }
@@ -304,7 +304,7 @@ impl Engine {
         // in an all-to-all.
         if let (true, Some(o)) = (source, out) {
             let at = if root.is_some() { 0 } else { rank * block };
-            o.write_at(at, &data[rank * block..(rank + 1) * block]);
+            o.write_at(at, &data.as_slice()[rank * block..(rank + 1) * block]);
         }
         let shares = (Share::Scatter, Share::Alltoall);
         self.start_blocks(comm, chan, data, out, root, shares, len)
@@ -318,7 +318,7 @@ impl Engine {
         &mut self,
         comm: usize,
         chan: usize,
-        data: Vec<u8>,
+        data: Source,
         out: Option<UserBuf>,
         root: Option<u32>,
         (rooted, all): (Share, Share),
@@ -330,7 +330,7 @@ impl Engine {
             share: if root.is_some() { rooted } else { all },
             len,
         };
-        self.start_chunked(comm, chan, Source::Owned(data), out, what)
+        self.start_chunked(comm, chan, data, out, what)
     }
 
     /// The channel of `comm`'s staging slots, when a reduction of `len`

@@ -9,7 +9,7 @@ use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Reques
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::engine::error::MpiResult;
-use crate::engine::Engine;
+use crate::engine::{Engine, Source};
 use crate::mpi_fn;
 use lanai_coll::Layout;
 use std::ffi::c_void;
@@ -288,12 +288,12 @@ unsafe fn alltoall_start(
     // SAFETY: per the contract.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let (data, send) = if in_place(sendbuf) {
-        (out.as_slice().to_vec(), recv.clone())
+        (Source::Owned(out.as_slice().to_vec()), recv.clone())
     } else {
         let send = send()?;
         // SAFETY: per the contract.
         let data = unsafe { bytes_buf(sendbuf, send.extent())? };
-        (data.as_slice().to_vec(), send)
+        (Source::User(data), send)
     };
     e.ialltoallv(ci, data, &send, &recv, out)
 }
@@ -318,14 +318,11 @@ unsafe fn alltoall(
     // SAFETY: the receive buffer holds `size` blocks.
     let out = unsafe { bytes_buf(recvbuf, rall)? };
     let (data, sblk) = if in_place(sendbuf) {
-        (out.as_slice().to_vec(), rblk)
+        (Source::Owned(out.as_slice().to_vec()), rblk)
     } else {
         let (sblk, sall) = block_bytes(sendcount, sendtype, size)?;
-        // SAFETY: the send buffer holds `size` blocks.
-        (
-            unsafe { bytes_buf(sendbuf, sall)? }.as_slice().to_vec(),
-            sblk,
-        )
+        // SAFETY: the send buffer holds `size` blocks, valid until completion.
+        (Source::User(unsafe { bytes_buf(sendbuf, sall)? }), sblk)
     };
     e.ialltoall(ci, data, sblk, rblk, out, blocking)
 }

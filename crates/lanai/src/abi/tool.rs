@@ -513,9 +513,9 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.flat_reduces,
     },
     Pvar {
-        name: "lanai_exchanges",
-        desc: "All-to-alls run as point-to-point transfers between the callers' buffers",
-        read: |e| e.net.counters.exchanges,
+        name: "lanai_transfer_colls",
+        desc: "All-to-alls, gathers and scatters run as point-to-point transfers between the callers' buffers",
+        read: |e| e.net.counters.transfer_colls,
     },
 ];
 

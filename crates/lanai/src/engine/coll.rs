@@ -7,6 +7,7 @@ use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
 use super::request::{Op, Status, DONE};
 use super::riding::{self, Blocks, Riding, Source};
+use super::transfers::TRANSFER_MIN;
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -771,7 +772,7 @@ impl Engine {
     }
 
     /// (rank, size) in `comm`.
-    fn rank_size(&self, comm: usize) -> MpiResult<(u32, u32)> {
+    pub(super) fn rank_size(&self, comm: usize) -> MpiResult<(u32, u32)> {
         let cm = self.comms.get(comm)?;
         Ok((cm.rank, cm.size))
     }
@@ -992,13 +993,15 @@ impl Engine {
         if let Some(req) = self.mail_gather(comm, data, out, root, blocking)? {
             return Ok(req);
         }
-        let data = data.as_slice().to_vec();
-        let data = match self.chunked_gather(comm, data, out, Some(root))? {
+        let data = match self.chunked_gather(comm, Source::User(data), out, Some(root))? {
             Ok(req) => return Ok(req),
             Err(data) => data,
         };
+        if let (Source::User(buf), true) = (&data, data.len() >= TRANSFER_MIN) {
+            return self.start_gather_transfers(comm, *buf, out, root);
+        }
         let (rank, size) = self.rank_size(comm)?;
-        let m = lanai_coll::Gather::new(rank, size, root, data).map_err(coll_err)?;
+        let m = lanai_coll::Gather::new(rank, size, root, data.into_vec()).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
     }
 
@@ -1033,8 +1036,12 @@ impl Engine {
         }
         let data = match self.chunked_blocks(comm, Source::User(data), block, out, Some(root))? {
             Ok(req) => return Ok(req),
-            Err(data) => data.into_vec(),
+            Err(data) => data,
         };
+        if let (Source::User(buf), true) = (&data, block >= TRANSFER_MIN) {
+            return self.start_scatter_transfers(comm, *buf, block, out, root);
+        }
+        let data = data.into_vec();
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Scatter::new(rank, size, root, data, block).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
@@ -1075,9 +1082,9 @@ impl Engine {
             };
             return self.ride(comm, Source::Owned(data), riding, blocking);
         }
-        let data = match self.chunked_gather(comm, data, Some(out), None)? {
+        let data = match self.chunked_gather(comm, Source::Owned(data), Some(out), None)? {
             Ok(req) => return Ok(req),
-            Err(data) => data,
+            Err(data) => data.into_vec(),
         };
         let (rank, size) = self.rank_size(comm)?;
         let m =
@@ -1155,7 +1162,7 @@ impl Engine {
 
     /// All-to-all: block `send.block(p)` of `data` goes to rank `p`; rank
     /// `p`'s bytes land in `recv.block(p)` of `out`. Serves alltoall, -v and -w.
-    /// The caller's send buffer goes as transfers (`exchange.rs`); a copy
+    /// The caller's send buffer goes as transfers (`transfers.rs`); a copy
     /// (`MPI_IN_PLACE`) through the message machine.
     pub fn ialltoallv(
         &mut self,

@@ -107,8 +107,8 @@ pub struct State {
     pub colls: super::coll::Colls,
     /// `MPI_Comm_idup` agreements in flight.
     pub idups: Vec<super::comm_idup::Idup>,
-    /// All-to-alls across nodes in flight as transfers (`exchange.rs`).
-    pub exchanges: Vec<super::exchange::Exchange>,
+    /// Collectives in flight as point-to-point transfers (`transfers.rs`).
+    pub transfers: Vec<super::transfers::Transfers>,
     /// Intercommunicator collectives in flight (chains of steps).
     pub inter_ops: Vec<super::intercomm::InterOp>,
     /// Persistent requests and the child operation running each start.

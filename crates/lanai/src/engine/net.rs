@@ -55,8 +55,9 @@ pub struct Counters {
     pub mail_shares: u64,
     /// Reduces sent straight to the root (`Engine::flat_reduce_suits`).
     pub flat_reduces: u64,
-    /// All-to-alls run as point-to-point transfers (`exchange.rs`).
-    pub exchanges: u64,
+    /// All-to-alls, gathers and scatters run as point-to-point transfers
+    /// between the callers' buffers (`transfers.rs`).
+    pub transfer_colls: u64,
 }
 
 #[derive(Debug)]

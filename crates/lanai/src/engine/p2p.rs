@@ -50,7 +50,7 @@ pub(super) enum Ctx {
     /// The program's.
     P2p,
     /// The collectives': transfers a collective makes between the
-    /// callers' buffers (`exchange.rs`), which no receive of the program
+    /// callers' buffers (`transfers.rs`), which no receive of the program
     /// can match.
     Coll,
 }

@@ -137,8 +137,8 @@ impl Engine {
         if !self.st.inter_ops.is_empty() {
             did |= self.drive_inter_ops()?;
         }
-        if !self.st.exchanges.is_empty() {
-            did |= self.drive_exchanges()?;
+        if !self.st.transfers.is_empty() {
+            did |= self.drive_transfers()?;
         }
         if engine_busy {
             did |= self.drive_offload()?;

@@ -241,10 +241,10 @@ impl Engine {
     pub(super) fn chunked_gather(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         out: Option<UserBuf>,
         root: Option<u32>,
-    ) -> MpiResult<Result<usize, Vec<u8>>> {
+    ) -> MpiResult<Result<usize, Source>> {
         let len = data.len();
         if len < GATHER_MIN || self.offload.is_some() || !self.settings.algos.node_colls {
             return Ok(Err(data));
@@ -260,10 +260,10 @@ impl Engine {
                     "gather: receive buffer of the wrong size",
                 ));
             }
-            o.write_at(rank * len, &data);
+            o.write_at(rank * len, data.as_slice());
         }
         let shares = (Share::Gather, Share::Allgather);
-        self.start_blocks(comm, chan, Source::Owned(data), out, root, shares, len)
+        self.start_blocks(comm, chan, data, out, root, shares, len)
             .map(Ok)
     }
 

@@ -1,13 +1,16 @@
-/* All-to-alls that go as point-to-point transfers between the callers'
- * buffers (engine/exchange.rs): blocks from empty to past the TCP eager
+/* Collectives that go as point-to-point transfers between the callers'
+ * buffers (engine/transfers.rs). All-to-alls: blocks from empty to past the TCP eager
  * limit and the single-copy threshold, alltoallv with uneven and empty
  * blocks at scattered displacements, alltoallw with a strided datatype
  * (staged, yet the same path on every rank), several nonblocking ones in
  * flight completed last first, the program's own wildcard receives
  * running meanwhile on the same communicator (they must never see the
  * collective's transfers), MPI_IN_PLACE, and a split communicator.
- * Every received byte is checked against a value computed here.
- * usage: alltoall_exchange [rounds] */
+ * Gathers and scatters: blocks around the threshold and past the eager
+ * and single-copy limits, every root, in place at the root, a strided
+ * type on the non-roots against bytes at the root, nonblocking ones in
+ * flight. Every received byte is checked against a value computed here.
+ * usage: coll_transfers [rounds] */
 #include "lt.h"
 
 /* Byte i of the block rank `from` sends rank `to` in call `call`. */
@@ -205,9 +208,139 @@ static void in_place(MPI_Comm comm, int call)
     free(b);
 }
 
+static void rooted(MPI_Comm comm, int call)
+{
+    int me, size;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    static const long sizes[] = {100, 2047, 2048, 9000, 65537, 300000};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        long block = sizes[k];
+        int root = (int)((call + k) % size), c = call * 16 + (int)k;
+        unsigned char *one = malloc(block + 1), *all = malloc(block * size + 1);
+        /* Gather: member p's block is val(p, root, i). */
+        for (long i = 0; i < block; i++)
+            one[i] = val(me, root, i, c);
+        memset(all, 0xee, block * size + 1);
+        int in_place = me == root && k % 2;
+        if (in_place)
+            memcpy(all + me * block, one, block);
+        MPI_OK(MPI_Gather(in_place ? MPI_IN_PLACE : one, (int)block, MPI_BYTE, all, (int)block, MPI_BYTE, root, comm));
+        if (me == root) {
+            for (int p = 0; p < size; p++)
+                for (long i = 0; i < block; i++)
+                    if (all[p * block + i] != val(p, root, i, c)) {
+                        CHECK(0, "gather %ld root %d: from %d byte %ld: %d, want %d", block, root, p, i,
+                              all[p * block + i], val(p, root, i, c));
+                        p = size;
+                        break;
+                    }
+            CHECK(all[block * size] == 0xee, "gather %ld wrote past the buffer", block);
+        }
+        /* Scatter: the root's block p is val(root, p, i). */
+        if (me == root)
+            fill(all, root, size, block, c);
+        memset(one, 0xee, block + 1);
+        in_place = me == root && !(k % 2);
+        MPI_OK(MPI_Scatter(all, (int)block, MPI_BYTE, in_place ? MPI_IN_PLACE : one, (int)block, MPI_BYTE, root, comm));
+        const unsigned char *mine = in_place ? all + me * block : one;
+        for (long i = 0; i < block; i++)
+            if (mine[i] != val(root, me, i, c)) {
+                CHECK(0, "scatter %ld root %d: byte %ld: %d, want %d", block, root, i, mine[i], val(root, me, i, c));
+                break;
+            }
+        if (!in_place)
+            CHECK(one[block] == 0xee, "scatter %ld wrote past the buffer", block);
+        free(one);
+        free(all);
+    }
+}
+
+/* A strided type at the non-roots, plain ints at the root; and several
+ * nonblocking ones in flight. */
+static void rooted_mixed(MPI_Comm comm, int call)
+{
+    int me, size;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    const int n = 3000;
+    int root = (call + 1) % size;
+    MPI_Datatype every_other;
+    MPI_OK(MPI_Type_vector(n, 1, 2, MPI_INT, &every_other));
+    MPI_OK(MPI_Type_commit(&every_other));
+    int *spread = malloc(sizeof(int) * 2 * n), *packed = malloc(sizeof(int) * n * size);
+    for (int i = 0; i < 2 * n; i++)
+        spread[i] = i % 2 ? -1 : me * 100003 + i / 2 + call;
+    if (me == root)
+        MPI_OK(MPI_Gather(spread, 1, every_other, packed, n, MPI_INT, root, comm));
+    else
+        MPI_OK(MPI_Gather(spread, 1, every_other, NULL, 0, MPI_INT, root, comm));
+    if (me == root)
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                if (packed[p * n + i] != p * 100003 + i + call) {
+                    CHECK(0, "strided gather: from %d int %d: %d", p, i, packed[p * n + i]);
+                    p = size;
+                    break;
+                }
+    for (int i = 0; i < 2 * n; i++)
+        spread[i] = -7;
+    if (me == root)
+        for (int i = 0; i < n * size; i++)
+            packed[i] = i * 3 + call;
+    MPI_OK(MPI_Scatter(packed, n, MPI_INT, spread, 1, every_other, root, comm));
+    for (int i = 0; i < 2 * n; i++)
+        if (spread[i] != (i % 2 ? -7 : (me * n + i / 2) * 3 + call)) {
+            CHECK(0, "strided scatter: int %d: %d", i, spread[i]);
+            break;
+        }
+    MPI_OK(MPI_Type_free(&every_other));
+    free(spread);
+    free(packed);
+
+    enum { K = 3 };
+    const long block = 20000;
+    unsigned char *one[K], *all[K];
+    MPI_Request req[2 * K];
+    for (int k = 0; k < K; k++) {
+        one[k] = malloc(block);
+        all[k] = malloc(block * size);
+        for (long i = 0; i < block; i++)
+            one[k][i] = val(me, k, i, call);
+        fill(all[k], me, size, block, call + k);
+        MPI_OK(MPI_Igather(one[k], (int)block, MPI_BYTE, all[k], (int)block, MPI_BYTE, k % size, comm, &req[k]));
+    }
+    unsigned char *sc = malloc(block * size), *got = malloc(block * K);
+    fill(sc, me, size, block, call);
+    for (int k = 0; k < K; k++)
+        MPI_OK(MPI_Iscatter(sc, (int)block, MPI_BYTE, got + k * block, (int)block, MPI_BYTE, (k + 1) % size, comm, &req[K + k]));
+    MPI_Status st[2 * K];
+    MPI_OK(MPI_Waitall(2 * K, req, st));
+    for (int k = 0; k < K; k++) {
+        if (me == k % size)
+            for (int p = 0; p < size; p++)
+                for (long i = 0; i < block; i++)
+                    if (all[k][p * block + i] != val(p, k, i, call)) {
+                        CHECK(0, "igather %d: from %d byte %ld", k, p, i);
+                        p = size;
+                        break;
+                    }
+        int r = (k + 1) % size;
+        for (long i = 0; i < block; i++)
+            if (got[k * block + i] != val(r, me, i, call)) {
+                CHECK(0, "iscatter %d: byte %ld: %d, want %d", k, i, got[k * block + i], val(r, me, i, call));
+                break;
+            }
+        free(one[k]);
+        free(all[k]);
+    }
+    free(sc);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
-    lt_init("alltoall_exchange", &argc, &argv);
+    lt_init("coll_transfers", &argc, &argv);
     int rounds = argc > 1 ? atoi(argv[1]) : 2;
     MPI_Comm half;
     MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, lt_rank % 2, -lt_rank, &half));
@@ -218,6 +351,8 @@ int main(int argc, char **argv)
         strided(comm, call);
         in_flight(comm, call);
         in_place(comm, call);
+        rooted(comm, call);
+        rooted_mixed(comm, call);
     }
     MPI_OK(MPI_Comm_free(&half));
     return lt_finish();

@@ -9,7 +9,10 @@
  * Gathers and scatters: blocks around the threshold and past the eager
  * and single-copy limits, every root, in place at the root, a strided
  * type on the non-roots against bytes at the root, nonblocking ones in
- * flight. Every received byte is checked against a value computed here.
+ * flight. Broadcasts from 64 KiB down a binomial tree of transfers: sizes
+ * around the threshold and past the limits, every root, a strided type,
+ * several in flight. Every received byte is checked against a value
+ * computed here.
  * usage: coll_transfers [rounds] */
 #include "lt.h"
 
@@ -338,6 +341,67 @@ static void rooted_mixed(MPI_Comm comm, int call)
     free(got);
 }
 
+/* Broadcasts around the threshold and past the eager and single-copy
+ * limits from every root, a strided type, several in flight. */
+static void broadcasts(MPI_Comm comm, int call)
+{
+    int me, size;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    static const long sizes[] = {65535, 65536, 65537, 300000, 1 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        long len = sizes[k];
+        int root = (int)((call + k) % size), c = call * 8 + (int)k;
+        unsigned char *b = malloc(len + 1);
+        for (long i = 0; i < len; i++)
+            b[i] = me == root ? val(root, 0, i, c) : 0;
+        b[len] = 0xee;
+        MPI_OK(MPI_Bcast(b, (int)len, MPI_BYTE, root, comm));
+        for (long i = 0; i < len; i++)
+            if (b[i] != val(root, 0, i, c)) {
+                CHECK(0, "bcast %ld root %d: byte %ld: %d, want %d", len, root, i, b[i], val(root, 0, i, c));
+                break;
+            }
+        CHECK(b[len] == 0xee, "bcast %ld wrote past the buffer", len);
+        free(b);
+    }
+    const int n = 40000;
+    MPI_Datatype every_other;
+    MPI_OK(MPI_Type_vector(n, 1, 2, MPI_INT, &every_other));
+    MPI_OK(MPI_Type_commit(&every_other));
+    int root = (call + 2) % size;
+    int *spread = malloc(sizeof(int) * 2 * n);
+    for (int i = 0; i < 2 * n; i++)
+        spread[i] = me == root || i % 2 ? i * 7 + call + (i % 2 ? me * 1000003 : 0) : -5;
+    MPI_OK(MPI_Bcast(spread, 1, every_other, root, comm));
+    for (int i = 0; i < 2 * n; i++)
+        if (spread[i] != i * 7 + call + (i % 2 ? me * 1000003 : 0)) {
+            CHECK(0, "strided bcast root %d: int %d: %d", root, i, spread[i]);
+            break;
+        }
+    MPI_OK(MPI_Type_free(&every_other));
+    free(spread);
+    enum { K = 3 };
+    const long len = 100000;
+    unsigned char *b[K];
+    MPI_Request req[K];
+    for (int k = 0; k < K; k++) {
+        b[k] = malloc(len);
+        for (long i = 0; i < len; i++)
+            b[k][i] = me == k % size ? val(k, 1, i, call) : 0;
+        MPI_OK(MPI_Ibcast(b[k], (int)len, MPI_BYTE, k % size, comm, &req[k]));
+    }
+    for (int k = K - 1; k >= 0; k--) {
+        MPI_OK(MPI_Wait(&req[k], MPI_STATUS_IGNORE));
+        for (long i = 0; i < len; i++)
+            if (b[k][i] != val(k, 1, i, call)) {
+                CHECK(0, "ibcast %d: byte %ld: %d", k, i, b[k][i]);
+                break;
+            }
+        free(b[k]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     lt_init("coll_transfers", &argc, &argv);
@@ -353,6 +417,7 @@ int main(int argc, char **argv)
         in_place(comm, call);
         rooted(comm, call);
         rooted_mixed(comm, call);
+        broadcasts(comm, call);
     }
     MPI_OK(MPI_Comm_free(&half));
     return lt_finish();

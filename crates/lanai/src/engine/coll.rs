@@ -7,7 +7,7 @@ use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
 use super::request::{Op, Status, DONE};
 use super::riding::{self, Blocks, Riding, Source};
-use super::transfers::TRANSFER_MIN;
+use super::transfers::{BCAST_TRANSFER_MIN, TRANSFER_MIN};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -835,6 +835,12 @@ impl Engine {
         }
         if let Some(req) = self.chunked_bcast(comm, buf, root, blocking)? {
             return Ok(req);
+        }
+        if buf.len() >= BCAST_TRANSFER_MIN
+            && self.settings.algos.bcast == lanai_coll::BcastAlgo::Auto
+            && self.offload.is_none()
+        {
+            return self.start_bcast_transfers(comm, buf, root);
         }
         self.start_bcast(comm, buf, root, blocking)
     }

@@ -1,7 +1,8 @@
 """Collectives as point-to-point transfers between the callers' buffers
 (engine/transfers.rs): every all-to-all that neither rides on the barrier
-device nor goes through the staging slots, and gathers and scatters from
-2 KiB blocks, on one node and across nodes. coll_transfers.c checks every
+device nor goes through the staging slots, gathers and scatters from
+2 KiB blocks and broadcasts from 64 KiB (down a binomial tree), on one
+node and across nodes. coll_transfers.c checks every
 byte against values it computes itself: all-to-all blocks from empty to
 past the TCP eager limit and the single-copy threshold, alltoallv with
 uneven and empty blocks at scattered displacements, alltoallw with a
@@ -9,7 +10,8 @@ strided type, nonblocking ones in flight completed last first while the
 program's wildcard receives run on the same communicator, MPI_IN_PLACE (the
 message machine), a split communicator; gathers and scatters around the
 threshold, every root, in place, a strided type at the non-roots, several
-in flight. LANAI_STATS counts them, so the runs also show the path taken.
+in flight; broadcasts around the threshold and past the eager and
+single-copy limits, every root, a strided type, several in flight. LANAI_STATS counts them, so the runs also show the path taken.
 """
 
 import pytest

@@ -86,6 +86,22 @@ fn block_of(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
     })
 }
 
+/// A rooted collective's legs at the root: block `p` of `buf`
+/// (`block` bytes each) with every member `p` but the root, from the
+/// root's right-hand neighbour on.
+fn others_blocks(buf: &UserBuf, block: usize, root: u32, size: u32) -> MpiResult<Vec<Leg>> {
+    (1..size)
+        .map(|s| (root + s) % size)
+        .map(|p| {
+            let at = p as usize * block;
+            Ok(Leg {
+                peer: p,
+                buf: block_of(buf, at..at + block)?,
+            })
+        })
+        .collect()
+}
+
 impl Engine {
     /// All-to-all of `send` (laid out as `send_blocks`, block `p` for
     /// rank `p`) into `out` (laid out as `recv_blocks`), in the pairwise
@@ -174,17 +190,9 @@ impl Engine {
             }];
             return self.start_transfers(comm, &[], None, to_root, false);
         };
-        let at = |p: u32| p as usize * block..(p as usize + 1) * block;
-        let recvs = (1..size)
-            .map(|s| (root + s) % size)
-            .map(|p| {
-                Ok(Leg {
-                    peer: p,
-                    buf: block_of(&out, at(p))?,
-                })
-            })
-            .collect::<MpiResult<Vec<_>>>()?;
-        let own = (data, block_of(&out, at(root))?);
+        let recvs = others_blocks(&out, block, root, size)?;
+        let mine = root as usize * block;
+        let own = (data, block_of(&out, mine..mine + block)?);
         self.start_transfers(comm, &recvs, Some(own), Vec::new(), false)
     }
 
@@ -207,20 +215,11 @@ impl Engine {
             }];
             return self.start_transfers(comm, &from_root, None, Vec::new(), false);
         }
-        let at = |p: u32| p as usize * block..(p as usize + 1) * block;
-        let sends = (1..size)
-            .map(|s| (root + s) % size)
-            .map(|p| {
-                Ok(Leg {
-                    peer: p,
-                    buf: block_of(&data, at(p))?,
-                })
-            })
-            .collect::<MpiResult<Vec<_>>>()?;
-        let own = match out {
-            Some(o) => Some((block_of(&data, at(root))?, o)),
-            None => None,
-        };
+        let sends = others_blocks(&data, block, root, size)?;
+        let mine = root as usize * block;
+        let own = out
+            .map(|o| Ok((block_of(&data, mine..mine + block)?, o)))
+            .transpose()?;
         self.start_transfers(comm, &[], own, sends, false)
     }
 

@@ -590,6 +590,23 @@ impl Engine {
             Route::Shm(_) => self.net.shm_max_payload().max(1),
             _ => TCP_CHUNK,
         };
+        let env = |n: usize| Envelope {
+            kind: Kind::RndvData,
+            flags: 0,
+            ctx: 0,
+            src: 0,
+            tag: 0,
+            len: n as u64,
+            cookie: recv_cookie,
+        };
+        // A contiguous buffer goes as it lies, with no copy of ours.
+        if owned.is_none() && buf.is_contiguous() {
+            for piece in buf.as_slice().chunks(chunk) {
+                self.net_send(to, &env(piece.len()), piece)?;
+            }
+            self.st.finish_send(idx);
+            return Ok(());
+        }
         // Chunk by chunk: a non-contiguous buffer is packed a chunk at a time.
         let mut part = vec![0u8; chunk.min(len)];
         let mut at = 0;
@@ -605,16 +622,7 @@ impl Engine {
             if n == 0 {
                 break;
             }
-            let env = Envelope {
-                kind: Kind::RndvData,
-                flags: 0,
-                ctx: 0,
-                src: 0,
-                tag: 0,
-                len: n as u64,
-                cookie: recv_cookie,
-            };
-            self.net_send(to, &env, &part[..n])?;
+            self.net_send(to, &env(n), &part[..n])?;
             at += n;
         }
         self.st.finish_send(idx);

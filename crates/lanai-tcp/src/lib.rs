@@ -13,4 +13,4 @@ mod transport;
 
 pub use error::TcpError;
 pub use lanai_wire::envelope::Envelope;
-pub use transport::{Config, Deliver, Progress, Role, Stats, TcpTransport};
+pub use transport::{Config, Deliver, Progress, Role, Sink, Stats, TcpTransport};

@@ -116,10 +116,52 @@ pub struct Stats {
     pub bytes_received: u64,
     /// Times a connection began to pace a stream (see `congestion`).
     pub paced_streams: u64,
+    /// Payload bytes of messages that landed in place (see [`Sink`]).
+    pub landed_bytes: u64,
 }
 
-/// Callback receiving (source world rank, envelope, payload).
+/// Where received messages go. A closure `(source, envelope, payload)` is
+/// a sink that takes every message whole; a sink that knows where a long
+/// message's payload belongs (a posted receive buffer) may take it in
+/// pieces, mostly read straight from the socket into place.
+pub trait Sink {
+    /// A whole message from world rank `from`.
+    fn deliver(&mut self, from: u32, env: Envelope, payload: &[u8]);
+
+    /// Whether the `total` payload bytes of the message `env` from `from`,
+    /// just begun, land: they then come through [`Sink::place`] and
+    /// [`Sink::piece`], then [`Sink::landed`], never as a whole.
+    fn land(&mut self, _from: u32, _env: &Envelope, _total: usize) -> bool {
+        false
+    }
+
+    /// The memory of payload bytes `at..at + len` of a landing message,
+    /// to read the socket into; `None` has them come through `piece`.
+    fn place(&mut self, _from: u32, _env: &Envelope, _at: usize, _len: usize) -> Option<&mut [u8]> {
+        None
+    }
+
+    /// Payload bytes `at..` of a landing message, read elsewhere first.
+    fn piece(&mut self, _from: u32, _env: &Envelope, _at: usize, _bytes: &[u8]) {}
+
+    /// Every byte of the landing message `env` is in place.
+    fn landed(&mut self, _from: u32, _env: Envelope, _total: usize) {}
+}
+
+/// Callback receiving (source world rank, envelope, payload): a sink that
+/// takes every message whole.
 pub type Deliver<'a> = dyn FnMut(u32, Envelope, &[u8]) + 'a;
+
+struct Whole<'a, 'b>(&'a mut Deliver<'b>);
+
+impl Sink for Whole<'_, '_> {
+    fn deliver(&mut self, from: u32, env: Envelope, payload: &[u8]) {
+        (self.0)(from, env, payload)
+    }
+}
+
+/// Messages from this size on are offered to the sink to land.
+const LAND_MIN: usize = 16 << 10;
 
 const LISTENER: u64 = 0;
 const WAKE: u64 = 1;
@@ -693,6 +735,16 @@ impl TcpTransport {
         timeout: Option<Duration>,
         deliver: &mut Deliver<'_>,
     ) -> Result<Progress, TcpError> {
+        self.progress_into(timeout, &mut Whole(deliver))
+    }
+
+    /// As [`progress`](Self::progress), handing what arrives to `deliver`,
+    /// which may take long messages where they belong (see [`Sink`]).
+    pub fn progress_into(
+        &mut self,
+        timeout: Option<Duration>,
+        deliver: &mut dyn Sink,
+    ) -> Result<Progress, TcpError> {
         let mut p = Progress::default();
         // A busy hot connection must not starve the others (or accepts and
         // handshake deadlines): epoll still runs every few polls.
@@ -836,13 +888,7 @@ impl TcpTransport {
         }
     }
 
-    fn service(
-        &mut self,
-        id: ConnId,
-        flags: EpollFlags,
-        deliver: &mut Deliver<'_>,
-        p: &mut Progress,
-    ) {
+    fn service(&mut self, id: ConnId, flags: EpollFlags, deliver: &mut dyn Sink, p: &mut Progress) {
         let Some(conn) = self.conn_mut(id) else {
             return;
         };
@@ -879,7 +925,7 @@ impl TcpTransport {
         &mut self,
         id: ConnId,
         short_read_ends: bool,
-        deliver: &mut Deliver<'_>,
+        deliver: &mut dyn Sink,
         p: &mut Progress,
     ) {
         loop {
@@ -1036,7 +1082,7 @@ impl TcpTransport {
         if conn.deadline.take().is_some() {
             self.handshaking -= 1;
         }
-        conn.dec = Some(Decoder::new(max_frame, max_message));
+        conn.dec = Some(Decoder::new(max_frame, max_message).with_landing(LAND_MIN));
         for m in flush {
             conn.out.extend_from_slice(&m);
         }
@@ -1129,7 +1175,7 @@ impl TcpTransport {
         &mut self,
         id: ConnId,
         short_read_ends: bool,
-        deliver: &mut Deliver<'_>,
+        deliver: &mut dyn Sink,
         p: &mut Progress,
     ) {
         let Some(idx) = self.slot_of(id) else {
@@ -1159,7 +1205,22 @@ impl TcpTransport {
                         stats.messages_received += 1;
                         stats.bytes_received += payload.len() as u64;
                         p.delivered += 1;
-                        deliver(rank, env, payload);
+                        deliver.deliver(rank, env, payload);
+                    }
+                    Ok(Some(Event::Offer { env, total })) => {
+                        if deliver.land(rank, &env, total) {
+                            dec.land();
+                        }
+                    }
+                    Ok(Some(Event::Piece { env, at, bytes })) => {
+                        deliver.piece(rank, &env, at, bytes);
+                    }
+                    Ok(Some(Event::Landed { env, total })) => {
+                        stats.messages_received += 1;
+                        stats.bytes_received += total as u64;
+                        stats.landed_bytes += total as u64;
+                        p.delivered += 1;
+                        deliver.landed(rank, env, total);
                     }
                     Ok(Some(Event::Bye)) => {
                         links[rank as usize].conn_closed(id, true);
@@ -1174,7 +1235,14 @@ impl TcpTransport {
             if drained {
                 break Ok(());
             }
-            let buf = dec.read_buf();
+            // A landing message's bytes go straight where they belong.
+            let place = dec
+                .land_space()
+                .and_then(|(env, at, len)| deliver.place(rank, &env, at, len));
+            let (buf, placed) = match place {
+                Some(dst) => (dst, true),
+                None => (dec.read_buf(), false),
+            };
             let want = buf.len();
             match conn.sock.read(buf) {
                 Ok(0) => break Err(Ok("connection closed by peer".to_string())),
@@ -1187,7 +1255,11 @@ impl TcpTransport {
                     // going back to epoll between pieces cost 5% of 16 MiB
                     // bandwidth.
                     drained = short_read_ends && n < want && want <= SHORT_READ_ENDS_MAX;
-                    dec.filled(n);
+                    if placed {
+                        dec.landed(n);
+                    } else {
+                        dec.filled(n);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -1213,6 +1285,10 @@ impl TcpTransport {
     /// that arrive go to `deliver`). A peer that goes away while we owe it
     /// nothing is not an error here.
     pub fn flush(&mut self, timeout: Duration, deliver: &mut Deliver<'_>) -> Result<(), TcpError> {
+        self.flush_into(timeout, &mut Whole(deliver))
+    }
+
+    fn flush_into(&mut self, timeout: Duration, deliver: &mut dyn Sink) -> Result<(), TcpError> {
         let deadline = Instant::now() + timeout;
         self.lenient = true;
         let res = loop {
@@ -1226,7 +1302,7 @@ impl TcpTransport {
                         + self.links.iter().map(|l| l.queued()).sum::<usize>(),
                 });
             }
-            if let Err(e) = self.progress(Some(deadline - now), deliver) {
+            if let Err(e) = self.progress_into(Some(deadline - now), deliver) {
                 break Err(e);
             }
         };
@@ -1243,8 +1319,17 @@ impl TcpTransport {
         timeout: Duration,
         deliver: &mut Deliver<'_>,
     ) -> Result<(), TcpError> {
+        self.shutdown_into(timeout, &mut Whole(deliver))
+    }
+
+    /// As [`shutdown`](Self::shutdown), with a [`Sink`].
+    pub fn shutdown_into(
+        &mut self,
+        timeout: Duration,
+        deliver: &mut dyn Sink,
+    ) -> Result<(), TcpError> {
         let deadline = Instant::now() + timeout;
-        let flushed = self.flush(timeout, deliver);
+        let flushed = self.flush_into(timeout, deliver);
         self.closing = true;
         for link in &mut self.links {
             link.close();
@@ -1268,7 +1353,7 @@ impl TcpTransport {
         // one as up (we then say goodbye on it), or be owed a rejection.
         while (self.pending_bytes() > 0 || self.handshaking > 0) && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
-            if self.progress(Some(left), deliver).is_err() {
+            if self.progress_into(Some(left), deliver).is_err() {
                 break;
             }
         }

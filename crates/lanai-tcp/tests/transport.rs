@@ -1,6 +1,6 @@
 //! Several transports in one process, driven alternately or on threads.
 
-use lanai_tcp::{Config, Envelope, TcpError, TcpTransport};
+use lanai_tcp::{Config, Envelope, Sink, TcpError, TcpTransport};
 use lanai_wire::envelope::Kind;
 use lanai_wire::frame;
 use lanai_wire::handshake::{ClientHandshake, Decision, CHALLENGE_LEN, DECISION_LEN};
@@ -154,6 +154,114 @@ fn sizes_from_zero_to_16_mib_arrive_intact_and_in_order() {
         assert_eq!(ts[0].stats().bytes_sent, total);
         assert_eq!(ts[1].stats().bytes_received, total);
         assert!(!ts[0].has_pending_output());
+    });
+}
+
+/// A sink that lands long messages with even tags, placing those whose tag
+/// is a multiple of 4 (the others come in pieces), and takes the rest whole.
+#[derive(Default)]
+struct Lands {
+    got: Got,
+    landing: Option<(u32, Envelope, Vec<u8>)>,
+    /// Bytes of placed messages that came as pieces all the same.
+    unplaced: usize,
+}
+
+impl Sink for Lands {
+    fn deliver(&mut self, from: u32, env: Envelope, payload: &[u8]) {
+        self.got.push((from, env, payload.to_vec()));
+    }
+
+    fn land(&mut self, from: u32, env: &Envelope, total: usize) -> bool {
+        assert!(self.landing.is_none(), "two messages landing at once");
+        assert_eq!(total as u64, env.len);
+        if env.tag % 2 != 0 {
+            return false;
+        }
+        self.landing = Some((from, *env, vec![0; total]));
+        true
+    }
+
+    fn place(&mut self, from: u32, env: &Envelope, at: usize, len: usize) -> Option<&mut [u8]> {
+        let (f, e, buf) = self.landing.as_mut().expect("a place in nothing");
+        assert_eq!((*f, *e), (from, *env));
+        if env.tag % 4 != 0 {
+            return None;
+        }
+        Some(&mut buf[at..at + len])
+    }
+
+    fn piece(&mut self, from: u32, env: &Envelope, at: usize, bytes: &[u8]) {
+        let (f, e, buf) = self.landing.as_mut().expect("a piece of nothing");
+        assert_eq!((*f, *e), (from, *env));
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        if env.tag % 4 == 0 {
+            self.unplaced += bytes.len();
+        }
+    }
+
+    fn landed(&mut self, from: u32, env: Envelope, total: usize) {
+        let (f, e, buf) = self.landing.take().expect("nothing landed");
+        assert_eq!((f, e, buf.len()), (from, env, total));
+        self.got.push((f, e, buf));
+    }
+}
+
+#[test]
+fn long_messages_land_in_place_in_pieces_or_whole() {
+    with_timeout(120, || {
+        let mut ts = world(2);
+        // Tags 0..: placed, whole, in pieces, whole, placed, ...
+        let sizes = [
+            16 << 10,
+            16 << 10,
+            100_000,
+            100_000,
+            (1 << 20) - 39,
+            (1 << 20) + 1,
+            3 << 20,
+            3 << 20,
+            16 << 20,
+            (16 << 10) - 1,
+            7,
+        ];
+        for (tag, &len) in sizes.iter().enumerate() {
+            let tag = tag as i32;
+            ts[0]
+                .send(1, &env(0, tag, len), &payload(0, tag, len))
+                .unwrap();
+        }
+        let mut sink = Lands::default();
+        let deadline = Instant::now() + Duration::from_secs(100);
+        while sink.got.len() < sizes.len() {
+            assert!(Instant::now() < deadline, "not all arrived");
+            ts[0]
+                .progress(Some(Duration::ZERO), &mut |_, _, _| {})
+                .unwrap();
+            ts[1]
+                .progress_into(Some(Duration::ZERO), &mut sink)
+                .unwrap();
+        }
+        check(
+            &sink.got,
+            0,
+            sizes.iter().enumerate().map(|(t, &l)| (t as i32, l)),
+        );
+        // Even tags of 16 KiB and more landed; most of the placed ones'
+        // bytes went straight from the socket into place.
+        let landed: usize = sizes
+            .iter()
+            .enumerate()
+            .filter(|&(t, &l)| t % 2 == 0 && l >= 16 << 10)
+            .map(|(_, &l)| l)
+            .sum();
+        assert_eq!(ts[1].stats().landed_bytes, landed as u64);
+        let placed_total: usize = sizes.iter().step_by(4).filter(|&&l| l >= 16 << 10).sum();
+        assert!(
+            sink.unplaced * 2 < placed_total,
+            "{} of {placed_total} bytes were not read into place",
+            sink.unplaced
+        );
     });
 }
 

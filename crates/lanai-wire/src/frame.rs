@@ -11,6 +11,11 @@
 //! messages. It never trusts a declared length: frame bodies are bounded by
 //! the maximum frame size, messages by the maximum message size, and memory
 //! for a long message grows with the bytes that actually arrive.
+//!
+//! A long message may instead *land*: the decoder offers it, and once the
+//! caller accepts, hands its payload out in pieces and tells the caller
+//! where the next bytes of the stream belong, so they can be read straight
+//! into their destination (a posted receive buffer) with no copy between.
 
 use crate::envelope::{Envelope, EnvelopeError, ENVELOPE_LEN};
 use std::ops::Range;
@@ -247,21 +252,45 @@ pub fn encode_message(env: &Envelope, payload: &[u8], max_frame: usize, out: &mu
 pub enum Event<'a> {
     /// A complete message; the payload borrows the decoder until the next call.
     Message(Envelope, &'a [u8]),
+    /// A message of `total` payload bytes begins that may land (see
+    /// [`Decoder::with_landing`]): call [`Decoder::land`] before the next
+    /// call to take it in pieces, else it comes whole as a `Message`.
+    Offer { env: Envelope, total: usize },
+    /// Payload bytes `at..at + bytes.len()` of the landing message.
+    Piece {
+        env: Envelope,
+        at: usize,
+        bytes: &'a [u8],
+    },
+    /// The landing message is complete: every byte came as a `Piece` or was
+    /// read where [`Decoder::land_space`] said.
+    Landed { env: Envelope, total: usize },
     /// The peer closes on purpose; nothing may follow.
     Bye,
+}
+
+/// Whether the message being assembled lands instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Land {
+    No,
+    /// Offered; not yet accepted.
+    Offered,
+    Yes,
 }
 
 #[derive(Debug, Clone, Copy)]
 enum State {
     /// Between messages: a `Start` or `Bye` header comes next.
     Idle,
-    /// Collecting a multi-frame message into `asm[..got]`.
+    /// Collecting a multi-frame message into `asm[..got]`, or, landing,
+    /// having handed out its first `got` bytes.
     Assembling {
         env: Envelope,
         total: usize,
         got: usize,
         /// Payload bytes of the current frame not yet received.
         frame_left: usize,
+        land: Land,
     },
 }
 
@@ -295,6 +324,8 @@ pub struct Decoder {
     asm: Vec<u8>,
     held: Held,
     read_into_asm: bool,
+    /// Messages of at least this many payload bytes are offered to land.
+    land_min: Option<usize>,
     saw_bye: bool,
     failed: Option<FrameError>,
 }
@@ -313,8 +344,74 @@ impl Decoder {
             asm: Vec::new(),
             held: Held::Nothing,
             read_into_asm: false,
+            land_min: None,
             saw_bye: false,
             failed: None,
+        }
+    }
+
+    /// Offers every message of at least `min` payload bytes (and at least
+    /// one) to land: see [`Event::Offer`].
+    pub fn with_landing(mut self, min: usize) -> Self {
+        self.land_min = Some(min.max(1));
+        self
+    }
+
+    /// Takes the message just offered in pieces.
+    pub fn land(&mut self) {
+        if let State::Assembling { ref mut land, .. } = self.state {
+            if *land == Land::Offered {
+                *land = Land::Yes;
+            }
+        }
+    }
+
+    /// Where the next stream bytes belong when they may be read straight
+    /// into the landing message: (its envelope, the payload offset, how
+    /// many bytes). Report what was read there with [`Decoder::landed`].
+    pub fn land_space(&self) -> Option<(Envelope, usize, usize)> {
+        match self.state {
+            State::Assembling {
+                env,
+                got,
+                frame_left,
+                land: Land::Yes,
+                ..
+            } if frame_left > 0 && self.head == self.tail && matches!(self.held, Held::Nothing) => {
+                Some((env, got, frame_left))
+            }
+            _ => None,
+        }
+    }
+
+    /// Reports `n` payload bytes read where [`Decoder::land_space`] said.
+    pub fn landed(&mut self, n: usize) {
+        if let State::Assembling {
+            ref mut got,
+            ref mut frame_left,
+            land: Land::Yes,
+            ..
+        } = self.state
+        {
+            let n = n.min(*frame_left);
+            *got += n;
+            *frame_left -= n;
+        }
+    }
+
+    /// An offer not taken before the decoder moves on is declined.
+    fn settle_offer(&mut self) {
+        if let State::Assembling {
+            total,
+            ref mut land,
+            ..
+        } = self.state
+        {
+            if *land == Land::Offered {
+                *land = Land::No;
+                let want = total.min(PREALLOC_CAP);
+                self.asm.reserve(want.saturating_sub(self.asm.len()));
+            }
         }
     }
 
@@ -344,8 +441,12 @@ impl Decoder {
     /// message this is the assembly buffer itself, so payload is copied once.
     pub fn read_buf(&mut self) -> &mut [u8] {
         self.release();
+        self.settle_offer();
         if let State::Assembling {
-            got, frame_left, ..
+            got,
+            frame_left,
+            land: Land::No,
+            ..
         } = self.state
         {
             if frame_left > 0 && self.head == self.tail {
@@ -361,6 +462,20 @@ impl Decoder {
         if self.head == self.tail {
             self.head = 0;
             self.tail = 0;
+        }
+        // Between a landing message's frames, read only the next header:
+        // the payload after it is better read where it lands.
+        if let State::Assembling {
+            frame_left: 0,
+            land: Land::Yes,
+            ..
+        } = self.state
+        {
+            let have = self.tail - self.head;
+            if have < FRAME_HEADER_LEN {
+                self.ensure_room(FRAME_HEADER_LEN);
+                return &mut self.buf[self.tail..self.head + FRAME_HEADER_LEN];
+            }
         }
         if self.buf.len() - self.tail < 4096 {
             self.compact();
@@ -399,12 +514,20 @@ impl Decoder {
             return Err(e.clone());
         }
         self.release();
+        self.settle_offer();
         match self.step() {
             Ok(Some(Step::Bye)) => Ok(Some(Event::Bye)),
             Ok(Some(Step::FromBuf(env, range))) => Ok(Some(Event::Message(env, &self.buf[range]))),
             Ok(Some(Step::FromAsm(env, total))) => {
                 Ok(Some(Event::Message(env, &self.asm[..total])))
             }
+            Ok(Some(Step::Offer(env, total))) => Ok(Some(Event::Offer { env, total })),
+            Ok(Some(Step::Piece(env, at, range))) => Ok(Some(Event::Piece {
+                env,
+                at,
+                bytes: &self.buf[range],
+            })),
+            Ok(Some(Step::Landed(env, total))) => Ok(Some(Event::Landed { env, total })),
             Ok(None) => Ok(None),
             Err(e) => {
                 self.failed = Some(e.clone());
@@ -478,6 +601,7 @@ impl Decoder {
                     total,
                     got,
                     frame_left,
+                    land,
                 } => {
                     if frame_left > 0 {
                         let n = (self.tail - self.head).min(frame_left);
@@ -485,6 +609,18 @@ impl Decoder {
                             return Ok(None);
                         }
                         let end = got + n;
+                        if land == Land::Yes {
+                            let start = self.head;
+                            self.held = Held::ReadBuf(n);
+                            self.state = State::Assembling {
+                                env,
+                                total,
+                                got: end,
+                                frame_left: frame_left - n,
+                                land,
+                            };
+                            return Ok(Some(Step::Piece(env, got, start..start + n)));
+                        }
                         if self.asm.len() < end {
                             self.asm.resize(end, 0);
                         }
@@ -495,8 +631,13 @@ impl Decoder {
                             total,
                             got: end,
                             frame_left: frame_left - n,
+                            land,
                         };
                         continue;
+                    }
+                    if got == total && land == Land::Yes {
+                        self.state = State::Idle;
+                        return Ok(Some(Step::Landed(env, total)));
                     }
                     if got == total {
                         self.held = Held::Assembly;
@@ -525,6 +666,7 @@ impl Decoder {
                         total,
                         got,
                         frame_left: h.len,
+                        land,
                     };
                 }
                 State::Idle => {
@@ -550,7 +692,13 @@ impl Decoder {
                         return Err(FrameError::StartFrameTooShort { len: h.len });
                     }
                     if self.tail - self.head < START_HEADER_LEN {
-                        self.ensure_room(FRAME_HEADER_LEN + h.len);
+                        // Room for the whole frame, unless it may land.
+                        let lands = self.land_min.is_some_and(|m| h.len - START_PREFIX_LEN >= m);
+                        self.ensure_room(if lands {
+                            START_HEADER_LEN
+                        } else {
+                            FRAME_HEADER_LEN + h.len
+                        });
                         return Ok(None);
                     }
                     let p = self.head + FRAME_HEADER_LEN;
@@ -574,6 +722,17 @@ impl Decoder {
                     if chunk > total_usize {
                         return Err(FrameError::ChunkExceedsMessage { chunk, total });
                     }
+                    if self.land_min.is_some_and(|m| total_usize >= m) {
+                        self.head += START_HEADER_LEN;
+                        self.state = State::Assembling {
+                            env,
+                            total: total_usize,
+                            got: 0,
+                            frame_left: chunk,
+                            land: Land::Offered,
+                        };
+                        return Ok(Some(Step::Offer(env, total_usize)));
+                    }
                     if chunk == total_usize {
                         // Single-frame message: hand out the read buffer itself.
                         let frame_len = FRAME_HEADER_LEN + h.len;
@@ -593,6 +752,7 @@ impl Decoder {
                         total: total_usize,
                         got: 0,
                         frame_left: chunk,
+                        land: Land::No,
                     };
                 }
             }
@@ -604,6 +764,9 @@ enum Step {
     Bye,
     FromBuf(Envelope, Range<usize>),
     FromAsm(Envelope, usize),
+    Offer(Envelope, usize),
+    Piece(Envelope, usize, Range<usize>),
+    Landed(Envelope, usize),
 }
 
 #[cfg(test)]
@@ -630,6 +793,7 @@ mod tests {
             match ev {
                 Event::Message(e, p) => out.push((e, p.to_vec())),
                 Event::Bye => bye = true,
+                other => panic!("landing not asked for, yet {other:?}"),
             }
         }
         Ok(bye)
@@ -808,7 +972,163 @@ mod tests {
         assert!(d.is_mid_message());
     }
 
+    /// A caller that lands the offers `accept` picks (in turn, cycling),
+    /// and checks that each landing message comes exactly once, in order.
+    #[derive(Default)]
+    struct Lander {
+        accept: Vec<bool>,
+        offers: usize,
+        /// The landing message, its payload, and how much of it came.
+        landing: Option<(Envelope, Vec<u8>, usize)>,
+        got: Vec<(Envelope, Vec<u8>)>,
+    }
+
+    impl Lander {
+        fn drain(&mut self, d: &mut Decoder) -> Result<(), FrameError> {
+            while let Some(ev) = d.next_event()? {
+                match ev {
+                    Event::Message(e, p) => self.got.push((e, p.to_vec())),
+                    Event::Offer { env, total } => {
+                        assert!(self.landing.is_none());
+                        let yes =
+                            self.accept.is_empty() || self.accept[self.offers % self.accept.len()];
+                        self.offers += 1;
+                        if yes {
+                            self.landing = Some((env, vec![0; total], 0));
+                            d.land();
+                        }
+                    }
+                    Event::Piece { env, at, bytes } => {
+                        let (e, buf, came) = self.landing.as_mut().expect("a piece of nothing");
+                        assert_eq!((*e, at), (env, *came));
+                        buf[at..at + bytes.len()].copy_from_slice(bytes);
+                        *came += bytes.len();
+                    }
+                    Event::Landed { env, total } => {
+                        let (e, buf, came) = self.landing.take().expect("nothing landed");
+                        assert_eq!((e, total, came), (env, buf.len(), buf.len()));
+                        self.got.push((e, buf));
+                    }
+                    Event::Bye => {}
+                }
+            }
+            Ok(())
+        }
+
+        /// Reads from `src` where the decoder says the landing message's
+        /// next bytes go; how many, if it said.
+        fn read_direct(&mut self, d: &mut Decoder, src: &[u8]) -> Option<usize> {
+            let (env, at, len) = d.land_space()?;
+            let (e, buf, came) = self.landing.as_mut().expect("space in nothing");
+            assert_eq!((*e, at), (env, *came));
+            let n = len.min(src.len());
+            buf[at..at + n].copy_from_slice(&src[..n]);
+            *came += n;
+            d.landed(n);
+            Some(n)
+        }
+    }
+
+    #[test]
+    fn landing_reads_only_a_header_between_frames() {
+        let payload: Vec<u8> = (0..5000u32).map(|i| (i * 13) as u8).collect();
+        let mut stream = Vec::new();
+        encode_message(&env(9), &payload, 1000, &mut stream);
+        encode_message(&env(10), &[7; 10], 1000, &mut stream);
+        let mut d = Decoder::new(1000, DEFAULT_MAX_MESSAGE).with_landing(100);
+        let mut l = Lander::default();
+        let (mut pos, mut direct, mut buffered) = (0, 0, 0);
+        while pos < stream.len() {
+            l.drain(&mut d).unwrap();
+            if let Some(n) = l.read_direct(&mut d, &stream[pos..]) {
+                direct += n;
+                pos += n;
+                continue;
+            }
+            // A socket that holds one frame at a time.
+            let dst = d.read_buf();
+            let n = dst
+                .len()
+                .min(stream.len() - pos)
+                .min(FRAME_HEADER_LEN + 1000);
+            dst[..n].copy_from_slice(&stream[pos..pos + n]);
+            d.filled(n);
+            buffered += n;
+            pos += n;
+        }
+        l.drain(&mut d).unwrap();
+        assert_eq!(l.got, vec![(env(9), payload), (env(10), vec![7; 10])]);
+        // Only the first frame's payload came with its header; the other
+        // frames' payloads were all read where they belong.
+        assert_eq!(direct, 5000 - (1000 - START_PREFIX_LEN));
+        assert_eq!(direct + buffered, stream.len());
+    }
+
+    #[test]
+    fn an_offer_not_taken_comes_whole() {
+        let payload = vec![3u8; 4000];
+        let mut stream = Vec::new();
+        encode_message(&env(1), &payload, 1000, &mut stream);
+        encode_message(&env(2), &payload, 100_000, &mut stream);
+        let mut d = Decoder::new(100_000, DEFAULT_MAX_MESSAGE).with_landing(1);
+        let mut l = Lander {
+            accept: vec![false],
+            ..Lander::default()
+        };
+        for c in stream.chunks(333) {
+            d.feed(c);
+            l.drain(&mut d).unwrap();
+        }
+        assert_eq!(l.offers, 2);
+        assert_eq!(l.got, vec![(env(1), payload.clone()), (env(2), payload)]);
+        assert!(!d.is_mid_message());
+    }
+
     proptest! {
+        #[test]
+        fn landing_round_trip_with_random_splits(
+            sizes in proptest::collection::vec(0usize..2000, 1..12),
+            max_frame in MIN_MAX_FRAME..400,
+            cuts in proptest::collection::vec(1usize..700, 1..40),
+            land_min in 0usize..1500,
+            accept in proptest::collection::vec(any::<bool>(), 1..6),
+        ) {
+            let msgs: Vec<(Envelope, Vec<u8>)> = sizes.iter().enumerate().map(|(i, &n)| {
+                (env(i as u64), (0..n).map(|j| (j * 31 + i) as u8).collect())
+            }).collect();
+            let mut stream = Vec::new();
+            for (e, p) in &msgs {
+                encode_message(e, p, max_frame, &mut stream);
+            }
+            let mut d = Decoder::new(max_frame, DEFAULT_MAX_MESSAGE).with_landing(land_min);
+            let mut l = Lander { accept, ..Lander::default() };
+            let mut pos = 0;
+            let mut i = 0;
+            while pos < stream.len() {
+                // Copy in, read into the buffer, or read where it lands.
+                let n = cuts[i % cuts.len()].min(stream.len() - pos);
+                match i % 3 {
+                    0 => {
+                        d.feed(&stream[pos..pos + n]);
+                        pos += n;
+                    }
+                    1 => {
+                        let dst = d.read_buf();
+                        let n = n.min(dst.len());
+                        dst[..n].copy_from_slice(&stream[pos..pos + n]);
+                        d.filled(n);
+                        pos += n;
+                    }
+                    _ => pos += l.read_direct(&mut d, &stream[pos..pos + n]).unwrap_or(0),
+                }
+                l.drain(&mut d).unwrap();
+                i += 1;
+            }
+            prop_assert_eq!(l.got, msgs);
+            prop_assert!(l.landing.is_none());
+            prop_assert!(!d.is_mid_message());
+        }
+
         #[test]
         fn round_trip_with_random_splits(
             sizes in proptest::collection::vec(0usize..2000, 1..12),
@@ -885,6 +1205,15 @@ mod tests {
             for c in stream.chunks(37) {
                 d.feed(c);
                 if drain(&mut d, &mut got).is_err() {
+                    break;
+                }
+            }
+            // The same stream, every message landing.
+            let mut d = Decoder::new(100, 100_000).with_landing(1);
+            let mut l = Lander::default();
+            for c in stream.chunks(37) {
+                d.feed(c);
+                if l.drain(&mut d).is_err() {
                     break;
                 }
             }

@@ -6,6 +6,7 @@ use super::copy_pick::{CopyPick, Way};
 use super::matching::{Held, Matcher, Unexpected};
 use super::request::{Op, Requests, Status};
 use crate::abi::consts as c;
+use crate::abi::userbuf::UserBuf;
 use crate::shm::cma::{self, RemoteRun};
 use lanai_wire::envelope::{Envelope, Kind};
 use std::time::Instant;
@@ -313,6 +314,27 @@ impl State {
 
     /// One chunk of a streamed rendezvous message (no single copy).
     fn stream_chunk(&mut self, env: &Envelope, payload: &[u8]) {
+        if let Some((buf, filled)) = self.streamed_recv(env) {
+            buf.write_at(filled, payload);
+            self.stream_advance(env, payload.len());
+        }
+    }
+
+    /// The receive buffer of the rendezvous stream `env` belongs to, and
+    /// how much of it came already.
+    fn streamed_recv(&mut self, env: &Envelope) -> Option<(UserBuf, usize)> {
+        if env.kind != Kind::RndvData || env.flags != 0 {
+            return None;
+        }
+        let idx = self.reqs.by_cookie(env.cookie)?;
+        match self.reqs.get_mut(idx)?.op {
+            Op::Recv { buf, filled, .. } => Some((buf, filled as usize)),
+            _ => None,
+        }
+    }
+
+    /// `n` more bytes of a rendezvous stream are in place.
+    fn stream_advance(&mut self, env: &Envelope, n: usize) {
         let Some(idx) = self.reqs.by_cookie(env.cookie) else {
             return;
         };
@@ -322,8 +344,7 @@ impl State {
         let Op::Recv { buf, filled, .. } = &mut r.op else {
             return;
         };
-        buf.write_at(*filled as usize, payload);
-        *filled += payload.len() as u64;
+        *filled += n as u64;
         if *filled >= r.status.count {
             let total = r.status.count;
             let got = total.min(buf.len() as u64);
@@ -342,5 +363,46 @@ impl State {
                 self.copy_done(idx);
             }
         }
+    }
+}
+
+/// Over TCP, a rendezvous stream's chunks land in the receive buffer: read
+/// from the socket straight into place when the buffer is contiguous.
+impl lanai_tcp::Sink for State {
+    fn deliver(&mut self, from: u32, env: Envelope, payload: &[u8]) {
+        State::deliver(self, env, from, payload)
+    }
+
+    fn land(&mut self, _from: u32, env: &Envelope, total: usize) -> bool {
+        // A chunk that would overrun the buffer goes the whole way, which
+        // reports the truncation.
+        self.streamed_recv(env)
+            .is_some_and(|(buf, filled)| filled.checked_add(total).is_some_and(|e| e <= buf.len()))
+    }
+
+    fn place(&mut self, _from: u32, env: &Envelope, at: usize, len: usize) -> Option<&mut [u8]> {
+        self.streamed_recv(env)?;
+        let idx = self.reqs.by_cookie(env.cookie)?;
+        let Op::Recv { buf, filled, .. } = &self.reqs.get_mut(idx)?.op else {
+            return None;
+        };
+        let start = (*filled as usize).checked_add(at)?;
+        let end = start.checked_add(len)?;
+        if !buf.is_contiguous() || end > buf.len() {
+            return None;
+        }
+        // The caller's receive buffer, valid until the receive completes,
+        // which is after this landing.
+        Some(&mut buf.as_mut_slice()[start..end])
+    }
+
+    fn piece(&mut self, _from: u32, env: &Envelope, at: usize, bytes: &[u8]) {
+        if let Some((buf, filled)) = self.streamed_recv(env) {
+            buf.write_at(filled + at, bytes);
+        }
+    }
+
+    fn landed(&mut self, _from: u32, env: Envelope, total: usize) {
+        self.stream_advance(&env, total);
     }
 }

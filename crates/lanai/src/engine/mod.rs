@@ -440,11 +440,8 @@ impl Engine {
         }
         if let Some(tcp) = self.net.tcp.as_mut() {
             // Says goodbye to every peer so their end-of-file is not a failure.
-            let st = &mut self.st;
-            tcp.shutdown(Duration::from_secs(10), &mut |from, env, p| {
-                st.deliver(env, from, p)
-            })
-            .map_err(|e| MpiError::other(format!("TCP shutdown: {e}")))?;
+            tcp.shutdown_into(Duration::from_secs(10), &mut self.st)
+                .map_err(|e| MpiError::other(format!("TCP shutdown: {e}")))?;
         }
         if self.settings.stats {
             self.print_stats();
@@ -458,18 +455,20 @@ impl Engine {
     fn print_stats(&self) {
         let k = &self.net.counters;
         let refs = &self.st.colls.refs;
-        let (conns, tmsgs, tbytes, paced) = self.net.tcp.as_ref().map_or((0, 0, 0, 0), |t| {
-            let s = t.stats();
-            (
-                s.connections,
-                s.messages_sent,
-                s.bytes_sent,
-                s.paced_streams,
-            )
-        });
+        let (conns, tmsgs, tbytes, paced, landed) =
+            self.net.tcp.as_ref().map_or((0, 0, 0, 0, 0), |t| {
+                let s = t.stats();
+                (
+                    s.connections,
+                    s.messages_sent,
+                    s.bytes_sent,
+                    s.paced_streams,
+                    s.landed_bytes,
+                )
+            });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
         lanai_common::say!(
-            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes} paced streams {paced}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; chunked allreduces {}; chunked reduces {}; chunked bcasts {}; chunked gathers {}; device collectives {}; mailbox shares {}; flat reduces {}; collectives as transfers {}",
+            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes} paced streams {paced} landed bytes {landed}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; chunked allreduces {}; chunked reduces {}; chunked bcasts {}; chunked gathers {}; device collectives {}; mailbox shares {}; flat reduces {}; collectives as transfers {}",
             self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes, k.sleeps, k.sleep_timeouts,
             crate::abi::userbuf::packed_bytes(), k.shared_copies, k.streamed_local, refs.passed, refs.reads, refs.refused_count,
             refs.owed.sent, refs.owed.answered, refs.asks, refs.lend_asks,

@@ -106,11 +106,8 @@ impl Engine {
             let every_pass =
                 (self.net.shm.is_none() && !engine_busy) || self.settings.oversubscribed;
             if may_block || every_pass || self.tick.is_multiple_of(8) || tcp.has_pending_output() {
-                let st = &mut self.st;
                 let p = tcp
-                    .progress(Some(Duration::ZERO), &mut |from, env, payload| {
-                        st.deliver(env, from, payload)
-                    })
+                    .progress_into(Some(Duration::ZERO), &mut self.st)
                     .map_err(|e| self.lost_peer(e))?;
                 did |= p.delivered > 0;
             }
@@ -186,10 +183,7 @@ impl Engine {
         let ready = self.progress(false)?;
         if !ready {
             if let Some(tcp) = self.net.tcp.as_mut() {
-                let st = &mut self.st;
-                let r = tcp.progress(Some(timeout), &mut |from, env, payload| {
-                    st.deliver(env, from, payload)
-                });
+                let r = tcp.progress_into(Some(timeout), &mut self.st);
                 if let Err(e) = r {
                     if let Some(shm) = self.net.shm.as_ref() {
                         shm.set_sleeping(false);

@@ -116,6 +116,85 @@ static void truncation(void)
     MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
 }
 
+/* A completion call raises a request's error on the request's
+ * communicator: its handler runs, not the world's (nor self's). */
+static int calls_on_c, calls_elsewhere;
+static MPI_Comm c_of_test;
+
+static void on_c(MPI_Comm *comm, int *code, ...)
+{
+    (void)code;
+    calls_on_c += *comm == c_of_test;
+    calls_elsewhere += *comm != c_of_test;
+}
+
+static void on_other(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    (void)code;
+    calls_elsewhere++;
+}
+
+static void request_handlers(void)
+{
+    int big[10] = {0}, small[2], one = 0, idx = -1, flag = 0, rc, cls = -1;
+    MPI_Errhandler eh_c, eh_other;
+    MPI_Request rreq[2], sreq[2];
+    MPI_Status st[2];
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c_of_test));
+    MPI_OK(MPI_Comm_create_errhandler(on_c, &eh_c));
+    MPI_OK(MPI_Comm_create_errhandler(on_other, &eh_other));
+    MPI_OK(MPI_Comm_set_errhandler(c_of_test, eh_c));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh_other));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, eh_other));
+
+    /* Wait, Test, Waitany, Testany: the error returned, c's handler once. */
+    for (int k = 0; k < 4; k++) {
+        calls_on_c = calls_elsewhere = 0;
+        MPI_OK(MPI_Irecv(small, 2, MPI_INT, lt_rank, 80 + k, c_of_test, &rreq[0]));
+        MPI_OK(MPI_Send(big, 10, MPI_INT, lt_rank, 80 + k, c_of_test));
+        if (k == 0)
+            rc = MPI_Wait(&rreq[0], &st[0]);
+        else if (k == 1)
+            do
+                rc = MPI_Test(&rreq[0], &flag, &st[0]);
+            while (rc == MPI_SUCCESS && !flag);
+        else if (k == 2)
+            rc = MPI_Waitany(1, rreq, &idx, &st[0]);
+        else
+            do
+                rc = MPI_Testany(1, rreq, &idx, &flag, &st[0]);
+            while (rc == MPI_SUCCESS && !flag);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "completion %d of a truncated receive: class %d", k, cls);
+        CHECK(calls_on_c == 1 && calls_elsewhere == 0,
+              "completion %d: c's handler ran %d times, another %d times", k, calls_on_c,
+              calls_elsewhere);
+    }
+
+    /* Waitall: MPI_ERR_IN_STATUS, on c as well. */
+    calls_on_c = calls_elsewhere = 0;
+    MPI_OK(MPI_Irecv(small, 2, MPI_INT, lt_rank, 90, c_of_test, &rreq[0]));
+    MPI_OK(MPI_Irecv(&one, 1, MPI_INT, lt_rank, 91, c_of_test, &rreq[1]));
+    MPI_OK(MPI_Isend(big, 10, MPI_INT, lt_rank, 90, c_of_test, &sreq[0]));
+    MPI_OK(MPI_Isend(&one, 1, MPI_INT, lt_rank, 91, c_of_test, &sreq[1]));
+    rc = MPI_Waitall(2, rreq, st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_IN_STATUS, "Waitall on c: class %d", cls);
+    CHECK(calls_on_c == 1 && calls_elsewhere == 0,
+          "Waitall: c's handler ran %d times, another %d times", calls_on_c, calls_elsewhere);
+    for (int i = 0; i < 2; i++)
+        if (st[i].MPI_ERROR == MPI_ERR_PENDING)
+            MPI_OK(MPI_Wait(&rreq[i], MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE));
+
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Errhandler_free(&eh_c));
+    MPI_OK(MPI_Errhandler_free(&eh_other));
+    MPI_OK(MPI_Comm_free(&c_of_test));
+}
+
 static void error_strings(void)
 {
     static const int classes[] = {MPI_SUCCESS, MPI_ERR_RANK,     MPI_ERR_TAG,
@@ -163,6 +242,7 @@ int main(int argc, char **argv)
     CHECK(eh == MPI_ERRORS_RETURN, "errhandler not ERRORS_RETURN after set");
     argument_errors();
     truncation();
+    request_handlers();
     error_strings();
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     real_exchange();

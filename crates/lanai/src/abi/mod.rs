@@ -100,7 +100,10 @@ pub fn call(
 ) -> c_int {
     match state::with_engine(f) {
         Ok(()) => c::MPI_SUCCESS,
-        Err(e) => errors::raise(name, comm.and_then(|h| comm_idx(h).ok()), e),
+        Err(e) => {
+            let on = e.comm.or_else(|| comm.and_then(|h| comm_idx(h).ok()));
+            errors::raise(name, on, e)
+        }
     }
 }
 

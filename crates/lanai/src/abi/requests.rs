@@ -64,6 +64,15 @@ fn settle_child(e: &mut Engine, idx: usize, st: &Status) -> MpiResult<()> {
     unpacked
 }
 
+/// The communicator whose error handler hears of request `h`'s failure:
+/// the one it communicates on (MPI raises completion errors there).
+fn req_comm(e: &Engine, h: MPI_Request) -> Option<usize> {
+    if h == c::MPI_REQUEST_NULL {
+        return None;
+    }
+    e.st.reqs.get(index_of(e, h).ok()?)?.comm
+}
+
 fn status_result(st: &Status) -> MpiResult<()> {
     match st.error {
         c::MPI_SUCCESS => Ok(()),
@@ -202,6 +211,7 @@ fn one(
                 }
             }
         }
+        let on = req_comm(e, *h);
         let done = try_complete(e, h)?;
         if let Some(f) = flag {
             // SAFETY: the caller's flag, checked by the entry point.
@@ -210,7 +220,7 @@ fn one(
         if let Some(st) = done {
             // SAFETY: the caller's status argument.
             unsafe { write_status(status, &st) };
-            return status_result(&st);
+            return status_result(&st).map_err(|x| x.on_comm(on));
         }
         Ok(())
     })
@@ -227,8 +237,9 @@ mpi_fn! { MPI_Test / PMPI_Test (request: *mut MPI_Request, flag: *mut c_int, sta
     grequest::around("MPI_Test", request, 1, |retry| one("MPI_Test", request, Some(flag), status, retry))
 }}
 
-/// Completes every ready handle in `hs`, writing statuses; returns whether
-/// any status carried an error.
+/// Completes every ready handle in `hs`, writing statuses; returns, when
+/// a status carried an error, the `MPI_ERR_IN_STATUS` to raise (on the
+/// first failed request's communicator).
 ///
 /// # Safety
 /// `statuses` as for [`status_at`].
@@ -237,8 +248,8 @@ unsafe fn complete_ready(
     hs: &mut [MPI_Request],
     statuses: *mut MPI_Status,
     indices: Option<&mut Vec<c_int>>,
-) -> MpiResult<bool> {
-    let mut err = false;
+) -> MpiResult<Option<MpiError>> {
+    let mut err = None;
     let mut idx_out = indices;
     for (i, h) in hs.iter_mut().enumerate() {
         let active = is_active(e, *h);
@@ -248,8 +259,17 @@ unsafe fn complete_ready(
         if !is_ready(e, *h) {
             continue;
         }
+        let on = req_comm(e, *h);
         if let Some(st) = try_complete(e, h)? {
-            err |= st.error != c::MPI_SUCCESS;
+            if st.error != c::MPI_SUCCESS && err.is_none() {
+                err = Some(
+                    MpiError::new(
+                        c::MPI_ERR_IN_STATUS,
+                        "a request completed with an error (see the statuses)",
+                    )
+                    .on_comm(on),
+                );
+            }
             let slot = if let Some(v) = idx_out.as_deref_mut() {
                 v.push(i as c_int);
                 v.len() - 1
@@ -279,11 +299,10 @@ mpi_fn! { MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut MPI_
             return Ok(());
         }
         // SAFETY: the caller's statuses array (or IGNORE).
-        let err = unsafe { complete_ready(e, hs, array_of_statuses, None)? };
-        if err {
-            return Err(MpiError::new(c::MPI_ERR_IN_STATUS, "a request completed with an error (see the statuses)"));
+        match unsafe { complete_ready(e, hs, array_of_statuses, None)? } {
+            Some(err) => Err(err),
+            None => Ok(()),
         }
-        Ok(())
     }))
 }}
 
@@ -300,8 +319,8 @@ mpi_fn! { MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut MPI_
         unsafe { *flag = c_int::from(all) };
         if all {
             // SAFETY: the caller's statuses array (or IGNORE).
-            if unsafe { complete_ready(e, hs, array_of_statuses, None)? } {
-                return Err(MpiError::new(c::MPI_ERR_IN_STATUS, "a request completed with an error (see the statuses)"));
+            if let Some(err) = unsafe { complete_ready(e, hs, array_of_statuses, None)? } {
+                return Err(err);
             }
         }
         Ok(())
@@ -345,6 +364,7 @@ fn any(
             }
         }
         let found = if none_active { None } else { ready(e) };
+        let on = found.and_then(|i| req_comm(e, hs[i]));
         let (idx, fl, st) = match found {
             Some(i) => {
                 let st = try_complete(e, &mut hs[i])?.unwrap_or_else(empty_status);
@@ -362,7 +382,7 @@ fn any(
         if let Some(st) = st {
             // SAFETY: the caller's status argument.
             unsafe { write_status(status, &st) };
-            return status_result(&st);
+            return status_result(&st).map_err(|x| x.on_comm(on));
         }
         Ok(())
     })
@@ -423,13 +443,7 @@ fn some(
             *outcount = done.len() as c_int;
             std::ptr::copy_nonoverlapping(done.as_ptr(), indices, done.len());
         }
-        if err {
-            return Err(MpiError::new(
-                c::MPI_ERR_IN_STATUS,
-                "a request completed with an error (see the statuses)",
-            ));
-        }
-        Ok(())
+        err.map_or(Ok(()), Err)
     })
 }
 

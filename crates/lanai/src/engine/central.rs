@@ -589,7 +589,7 @@ impl Engine {
                 }
             }
         }
-        op.req = self.st.reqs.insert(Op::Coll);
+        op.req = self.st.reqs.insert_on(Op::Coll, comm);
         let req = op.req;
         self.st.colls.central.push(op);
         if start_tree {

@@ -310,7 +310,7 @@ impl Engine {
                 data: Source::User(data),
             },
         };
-        let req = self.st.reqs.insert(Op::Coll);
+        let req = self.st.reqs.insert_on(Op::Coll, comm);
         self.st.colls.mail.push(MailOp {
             req,
             comm,
@@ -348,7 +348,7 @@ impl Engine {
                 }
             }
         }
-        op.req = self.st.reqs.insert(Op::Coll);
+        op.req = self.st.reqs.insert_on(Op::Coll, comm);
         let req = op.req;
         self.st.colls.mail.push(op);
         self.drive_mail()?;
@@ -377,7 +377,7 @@ impl Engine {
         chan: usize,
         op: StagedOp,
     ) -> MpiResult<usize> {
-        let req = self.st.reqs.insert(Op::Coll);
+        let req = self.st.reqs.insert_on(Op::Coll, comm);
         self.st.colls.mail.push(MailOp {
             req,
             comm,

@@ -622,7 +622,11 @@ impl Engine {
     ) -> MpiResult<usize> {
         let cm = self.comms.get(comm)?;
         let (ctx, rank, map) = (cm.coll_ctx(), cm.rank, cm.map.clone());
-        self.start_instance(ctx, seq, rank, map, machine, out)
+        let req = self.start_instance(ctx, seq, rank, map, machine, out)?;
+        if let Some(r) = self.st.reqs.get_mut(req) {
+            r.comm = Some(comm);
+        }
+        Ok(req)
     }
 
     /// Starts `machine` as instance `seq` of collective context `ctx`, where
@@ -794,7 +798,7 @@ impl Engine {
             if blocking {
                 return Ok(DONE);
             }
-            let req = self.st.reqs.insert(Op::Coll);
+            let req = self.st.reqs.insert_on(Op::Coll, comm);
             self.st.reqs.complete(req, coll_status());
             return Ok(req);
         }

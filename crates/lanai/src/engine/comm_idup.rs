@@ -61,7 +61,7 @@ impl Engine {
             // Intercommunicators agree across both groups; that runs inside
             // the call for now, and the request is complete at once.
             let new = self.inter_dup(parent)?;
-            let req = self.st.reqs.insert(Op::Coll);
+            let req = self.st.reqs.insert_on(Op::Coll, parent);
             self.st.reqs.complete(req, super::coll::coll_status());
             return Ok((new, req));
         }
@@ -73,7 +73,7 @@ impl Engine {
         let slot = Slot::default();
         let m = self.ctx_agreement(parent, offer.clone())?;
         let round_req = self.start_coll(parent, Box::new(Capture::new(m, slot.clone())), None)?;
-        let req = self.st.reqs.insert(Op::Coll);
+        let req = self.st.reqs.insert_on(Op::Coll, parent);
         self.st.idups.push(Idup {
             req,
             parent,

@@ -47,7 +47,11 @@ impl Engine {
     /// One request for a started receive `recv` and send `send` (`None`:
     /// it completed at once). The send is the engine's from now on.
     pub fn start_pair(&mut self, recv: usize, send: Option<usize>) -> usize {
+        let comm = self.st.reqs.get(recv).and_then(|r| r.comm);
         let req = self.st.reqs.insert(Op::Composite);
+        if let Some(r) = self.st.reqs.get_mut(req) {
+            r.comm = comm;
+        }
         let send = send.and_then(|s| {
             let r = self.st.reqs.get_mut(s)?;
             if r.done {

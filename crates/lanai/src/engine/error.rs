@@ -19,6 +19,9 @@ pub struct Detail {
     /// Caused by another process failing (a lost connection, a dead peer):
     /// the launcher is probably ending the job and naming the real culprit.
     pub peer_failure: bool,
+    /// The communicator whose error handler hears of it, when not the
+    /// call's own: a completed request's.
+    pub comm: Option<usize>,
 }
 
 impl std::ops::Deref for MpiError {
@@ -41,7 +44,13 @@ impl MpiError {
             class,
             msg: msg.into(),
             peer_failure: false,
+            comm: None,
         }))
+    }
+    /// Raised on communicator `comm` (when known) rather than the call's.
+    pub fn on_comm(mut self, comm: Option<usize>) -> Self {
+        self.comm = comm.or(self.comm);
+        self
     }
     pub fn peer_lost(msg: impl Into<String>) -> Self {
         let mut e = Self::other(msg);

@@ -615,7 +615,7 @@ impl Engine {
                 o.registered.insert(ctx);
             }
         }
-        let req = self.st.reqs.insert(Op::Coll);
+        let req = self.st.reqs.insert_on(Op::Coll, comm);
         if completes_at_post {
             self.st.reqs.complete(req, coll_status());
         } else if let Some(o) = self.offload.as_mut() {

@@ -132,13 +132,16 @@ impl Engine {
                 (None, Some(r)) => (SEGMENTS, cma::encode(&r)),
                 (None, None) => (0, (buf.addr() as u64).to_le_bytes().to_vec()),
             };
-            let req = self.st.reqs.insert(Op::Send {
-                // A packed copy replaces the user's buffer.
-                buf: if owned.is_some() { UserBuf::EMPTY } else { buf },
-                to_world: to,
-                bsend,
-                owned,
-            });
+            let req = self.st.reqs.insert_on(
+                Op::Send {
+                    // A packed copy replaces the user's buffer.
+                    buf: if owned.is_some() { UserBuf::EMPTY } else { buf },
+                    to_world: to,
+                    bsend,
+                    owned,
+                },
+                comm,
+            );
             let env = Envelope {
                 kind: Kind::RndvRts,
                 flags,
@@ -157,12 +160,15 @@ impl Engine {
             });
         }
         if sync {
-            let req = self.st.reqs.insert(Op::Send {
-                buf,
-                to_world: to,
-                bsend: None,
-                owned: None,
-            });
+            let req = self.st.reqs.insert_on(
+                Op::Send {
+                    buf,
+                    to_world: to,
+                    bsend: None,
+                    owned: None,
+                },
+                comm,
+            );
             let env = Envelope {
                 kind: Kind::EagerSync,
                 flags: 0,
@@ -228,13 +234,16 @@ impl Engine {
         if src != ANY_SOURCE && src != c::MPI_PROC_NULL {
             cm.check_rank(src)?;
         }
-        let req = self.st.reqs.insert(Op::Recv {
-            buf,
-            ctx,
-            src,
-            tag,
-            filled: 0,
-        });
+        let req = self.st.reqs.insert_on(
+            Op::Recv {
+                buf,
+                ctx,
+                src,
+                tag,
+                filled: 0,
+            },
+            comm,
+        );
         if src == c::MPI_PROC_NULL {
             self.st.reqs.complete(req, proc_null_status());
             return Ok(req);

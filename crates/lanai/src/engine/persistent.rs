@@ -11,7 +11,11 @@ use crate::abi::consts as c;
 
 impl Engine {
     pub fn persistent(&mut self, p: Persistent) -> usize {
-        let req = self.st.reqs.insert(Op::Idle);
+        let comm = match &p {
+            Persistent::Send { comm, .. } | Persistent::Recv { comm, .. } => *comm,
+            Persistent::Coll(s) => s.comm,
+        };
+        let req = self.st.reqs.insert_on(Op::Idle, comm);
         if let Some(r) = self.st.reqs.get_mut(req) {
             r.persistent = Some(p);
             r.done = true;

@@ -109,6 +109,8 @@ pub struct Request {
     pub persistent: Option<Persistent>,
     /// A persistent request between Start and completion.
     pub active: bool,
+    /// The communicator whose error handler hears of its failure.
+    pub comm: Option<usize>,
 }
 
 /// The request slab. Indices are reused; generations tell stale cookies apart.
@@ -121,6 +123,16 @@ pub struct Requests {
 }
 
 impl Requests {
+    /// As [`insert`](Self::insert), for an operation on communicator `comm`.
+    #[inline]
+    pub fn insert_on(&mut self, op: Op, comm: usize) -> usize {
+        let idx = self.insert(op);
+        if let Some(r) = self.get_mut(idx) {
+            r.comm = Some(comm);
+        }
+        idx
+    }
+
     #[inline]
     pub fn insert(&mut self, op: Op) -> usize {
         let idx = self.free.pop().unwrap_or_else(|| {
@@ -137,6 +149,7 @@ impl Requests {
             freed: false,
             persistent: None,
             active: false,
+            comm: None,
         });
         self.live += 1;
         idx

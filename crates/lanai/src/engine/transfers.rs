@@ -272,7 +272,7 @@ impl Engine {
             }
             return Err(e);
         }
-        let req = self.st.reqs.insert(Op::Coll);
+        let req = self.st.reqs.insert_on(Op::Coll, comm);
         self.st.transfers.push(Transfers {
             req,
             comm,

@@ -30,9 +30,12 @@ const MIN_LOCAL_PIECE: usize = 64;
 /// buffer: large enough to amortise the system call, small enough to stay
 /// in cache.
 const BOUNCE: usize = 1 << 20;
-/// Bytes per chunk of a rendezvous message streamed over TCP: large, so a
-/// chunk's framing and system calls cost little, and within one frame.
-const TCP_CHUNK: usize = 256 << 10;
+/// Bytes per chunk of a rendezvous message streamed over TCP: one whole
+/// frame, so framing and system calls cost little, and the bytes a reader
+/// takes in with each chunk's header, before it knows where they land,
+/// are few beside it (1 MiB against 256 KiB: 16 MiB bandwidth 3.6 against
+/// 3.1 GB/s over loopback).
+const TCP_CHUNK: usize = (1 << 20) - lanai_wire::frame::START_PREFIX_LEN;
 
 /// Smallest rendezvous message whose copy the sender shares (see
 /// `delivery::HELP`): one copy is bound by one core's memory bandwidth,

@@ -609,23 +609,7 @@ impl Decoder {
                             return Ok(None);
                         }
                         let end = got + n;
-                        if land == Land::Yes {
-                            let start = self.head;
-                            self.held = Held::ReadBuf(n);
-                            self.state = State::Assembling {
-                                env,
-                                total,
-                                got: end,
-                                frame_left: frame_left - n,
-                                land,
-                            };
-                            return Ok(Some(Step::Piece(env, got, start..start + n)));
-                        }
-                        if self.asm.len() < end {
-                            self.asm.resize(end, 0);
-                        }
-                        self.asm[got..end].copy_from_slice(&self.buf[self.head..self.head + n]);
-                        self.head += n;
+                        let start = self.head;
                         self.state = State::Assembling {
                             env,
                             total,
@@ -633,6 +617,15 @@ impl Decoder {
                             frame_left: frame_left - n,
                             land,
                         };
+                        if land == Land::Yes {
+                            self.held = Held::ReadBuf(n);
+                            return Ok(Some(Step::Piece(env, got, start..start + n)));
+                        }
+                        if self.asm.len() < end {
+                            self.asm.resize(end, 0);
+                        }
+                        self.asm[got..end].copy_from_slice(&self.buf[start..start + n]);
+                        self.head += n;
                         continue;
                     }
                     if got == total && land == Land::Yes {
@@ -1084,6 +1077,20 @@ mod tests {
         assert!(!d.is_mid_message());
     }
 
+    /// Messages of `sizes` payload bytes, and the stream that carries them.
+    fn sample_stream(sizes: &[usize], max_frame: usize) -> (Vec<(Envelope, Vec<u8>)>, Vec<u8>) {
+        let msgs: Vec<(Envelope, Vec<u8>)> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (env(i as u64), (0..n).map(|j| (j * 31 + i) as u8).collect()))
+            .collect();
+        let mut stream = Vec::new();
+        for (e, p) in &msgs {
+            encode_message(e, p, max_frame, &mut stream);
+        }
+        (msgs, stream)
+    }
+
     proptest! {
         #[test]
         fn landing_round_trip_with_random_splits(
@@ -1093,13 +1100,7 @@ mod tests {
             land_min in 0usize..1500,
             accept in proptest::collection::vec(any::<bool>(), 1..6),
         ) {
-            let msgs: Vec<(Envelope, Vec<u8>)> = sizes.iter().enumerate().map(|(i, &n)| {
-                (env(i as u64), (0..n).map(|j| (j * 31 + i) as u8).collect())
-            }).collect();
-            let mut stream = Vec::new();
-            for (e, p) in &msgs {
-                encode_message(e, p, max_frame, &mut stream);
-            }
+            let (msgs, stream) = sample_stream(&sizes, max_frame);
             let mut d = Decoder::new(max_frame, DEFAULT_MAX_MESSAGE).with_landing(land_min);
             let mut l = Lander { accept, ..Lander::default() };
             let mut pos = 0;
@@ -1135,13 +1136,7 @@ mod tests {
             max_frame in MIN_MAX_FRAME..400,
             cuts in proptest::collection::vec(1usize..700, 1..40),
         ) {
-            let msgs: Vec<(Envelope, Vec<u8>)> = sizes.iter().enumerate().map(|(i, &n)| {
-                (env(i as u64), (0..n).map(|j| (j * 31 + i) as u8).collect())
-            }).collect();
-            let mut stream = Vec::new();
-            for (e, p) in &msgs {
-                encode_message(e, p, max_frame, &mut stream);
-            }
+            let (msgs, stream) = sample_stream(&sizes, max_frame);
             let mut d = Decoder::new(max_frame, DEFAULT_MAX_MESSAGE);
             let mut got = Vec::new();
             let mut pos = 0;

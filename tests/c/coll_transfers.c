@@ -11,8 +11,9 @@
  * type on the non-roots against bytes at the root, nonblocking ones in
  * flight. Broadcasts from 64 KiB down a binomial tree of transfers: sizes
  * around the threshold and past the limits, every root, a strided type,
- * several in flight. Every received byte is checked against a value
- * computed here.
+ * several in flight. Allgathers past 64 KiB (and on up to 4 members from
+ * 2 KiB), in place, several in flight. Every received byte is checked
+ * against a value computed here.
  * usage: coll_transfers [rounds] */
 #include "lt.h"
 
@@ -402,6 +403,64 @@ static void broadcasts(MPI_Comm comm, int call)
     }
 }
 
+/* Allgathers: blocks around the rules (transfers above 64 KiB, or on up to
+ * 4 members from 2 KiB), in place every other call, and three
+ * nonblocking ones in flight. Member p's block is val(p, 0, i). */
+static void allgathers(MPI_Comm comm, int call)
+{
+    int me, size;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    static const long sizes[] = {2048, 65536, 70000, 300000};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        long block = sizes[k];
+        int c = call * 16 + (int)k, in_place = (call + (int)k) % 2;
+        unsigned char *one = malloc(block), *all = malloc(block * size + 1);
+        memset(all, 0xee, block * size + 1);
+        for (long i = 0; i < block; i++)
+            one[i] = val(me, 0, i, c);
+        if (in_place)
+            memcpy(all + me * block, one, block);
+        MPI_OK(MPI_Allgather(in_place ? MPI_IN_PLACE : one, (int)block, MPI_BYTE, all, (int)block,
+                             MPI_BYTE, comm));
+        for (int p = 0; p < size; p++)
+            for (long i = 0; i < block; i++)
+                if (all[p * block + i] != val(p, 0, i, c)) {
+                    CHECK(0, "allgather %ld%s: from %d byte %ld: %d, want %d", block,
+                          in_place ? " in place" : "", p, i, all[p * block + i], val(p, 0, i, c));
+                    p = size;
+                    break;
+                }
+        CHECK(all[block * size] == 0xee, "allgather %ld wrote past the buffer", block);
+        free(one);
+        free(all);
+    }
+    enum { K = 3 };
+    const long block = 70000;
+    unsigned char *one[K], *all[K];
+    MPI_Request req[K];
+    for (int k = 0; k < K; k++) {
+        one[k] = malloc(block);
+        all[k] = malloc(block * size);
+        for (long i = 0; i < block; i++)
+            one[k][i] = val(me, 0, i, call * 16 + 8 + k);
+        MPI_OK(MPI_Iallgather(one[k], (int)block, MPI_BYTE, all[k], (int)block, MPI_BYTE, comm,
+                              &req[k]));
+    }
+    MPI_OK(MPI_Waitall(K, req, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < K; k++) {
+        for (int p = 0; p < size; p++)
+            for (long i = 0; i < block; i++)
+                if (all[k][p * block + i] != val(p, 0, i, call * 16 + 8 + k)) {
+                    CHECK(0, "iallgather %d: from %d byte %ld: %d", k, p, i, all[k][p * block + i]);
+                    p = size;
+                    break;
+                }
+        free(one[k]);
+        free(all[k]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     lt_init("coll_transfers", &argc, &argv);
@@ -418,6 +477,7 @@ int main(int argc, char **argv)
         rooted(comm, call);
         rooted_mixed(comm, call);
         broadcasts(comm, call);
+        allgathers(comm, call);
     }
     MPI_OK(MPI_Comm_free(&half));
     return lt_finish();

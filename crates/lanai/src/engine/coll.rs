@@ -7,7 +7,7 @@ use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
 use super::request::{Op, Status, DONE};
 use super::riding::{self, Blocks, Riding, Source};
-use super::transfers::{BCAST_TRANSFER_MIN, TRANSFER_MIN};
+use super::transfers::{allgather_as_transfers, BCAST_TRANSFER_MIN, TRANSFER_MIN};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -1078,7 +1078,7 @@ impl Engine {
     pub fn iallgather(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         out: UserBuf,
         blocking: bool,
     ) -> MpiResult<usize> {
@@ -1090,13 +1090,21 @@ impl Engine {
                 len,
                 out,
             };
-            return self.ride(comm, Source::Owned(data), riding, blocking);
+            return self.ride(comm, data, riding, blocking);
         }
-        let data = match self.chunked_gather(comm, Source::Owned(data), Some(out), None)? {
+        let data = match self.chunked_gather(comm, data, Some(out), None)? {
             Ok(req) => return Ok(req),
-            Err(data) => data.into_vec(),
+            Err(data) => data,
         };
         let (rank, size) = self.rank_size(comm)?;
+        if let (Source::User(buf), true) = (&data, allgather_as_transfers(size, len)) {
+            // Every member's block goes to every other, from where it lies.
+            let send = Layout::new(vec![len; size as usize], vec![0; size as usize]);
+            let recv = Layout::uniform(size, len);
+            let (send, recv) = send.and_then(|s| Ok((s, recv?))).map_err(coll_err)?;
+            return self.start_exchange(comm, *buf, &send, out, &recv);
+        }
+        let data = data.into_vec();
         let m =
             lanai_coll::Allgather::new(rank, size, data, AllgatherAlgo::Auto).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), Some(out))

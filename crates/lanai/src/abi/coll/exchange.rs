@@ -8,6 +8,7 @@ use super::{
 use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
+use crate::abi::user_buf;
 use crate::engine::error::MpiResult;
 use crate::engine::{Engine, Source};
 use crate::mpi_fn;
@@ -36,12 +37,13 @@ unsafe fn allgather(
     let out = unsafe { bytes_buf(recvbuf, all)? };
     let data = if in_place(sendbuf) {
         let at = rank as usize * blk;
-        slice_of(&out, at..at + blk)?
+        Source::Owned(slice_of(&out, at..at + blk)?)
     } else {
-        // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+        // SAFETY: the send buffer, valid and unchanged until completion.
+        let buf = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
+        same_len(buf.len(), blk)?;
+        Source::User(buf)
     };
-    same_len(data.len(), blk)?;
     e.iallgather(ci, data, out, blocking)
 }
 

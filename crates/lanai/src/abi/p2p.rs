@@ -243,7 +243,12 @@ mpi_fn! { MPI_Probe / PMPI_Probe (source: c_int, tag: c_int, comm: MPI_Comm, sta
 
 const MESSAGE_BASE: c_int = 0x2e00_0000;
 
-fn message_handle(e: &mut Engine, msg: crate::engine::matching::Unexpected) -> MPI_Message {
+/// A handle for `msg`, probed on communicator `comm` (engine index).
+fn message_handle(
+    e: &mut Engine,
+    msg: crate::engine::matching::Unexpected,
+    comm: usize,
+) -> MPI_Message {
     let slot = e
         .probed
         .iter()
@@ -252,7 +257,7 @@ fn message_handle(e: &mut Engine, msg: crate::engine::matching::Unexpected) -> M
             e.probed.push(None);
             e.probed.len() - 1
         });
-    e.probed[slot] = Some(msg);
+    e.probed[slot] = Some((msg, comm));
     MESSAGE_BASE | slot as c_int
 }
 
@@ -274,9 +279,10 @@ fn improbe(
         write_probe_status(status, &proc_null_status());
         return Ok(true);
     }
-    match e.improbe(comm_idx(comm)?, source, tag)? {
+    let ci = comm_idx(comm)?;
+    match e.improbe(ci, source, tag)? {
         Some((st, msg)) => {
-            let h = message_handle(e, msg);
+            let h = message_handle(e, msg, ci);
             // SAFETY: checked non-null.
             unsafe { *message = h };
             write_probe_status(status, &st);
@@ -326,7 +332,7 @@ unsafe fn start_mrecv(
         return Ok(None);
     }
     let slot = (h & !MESSAGE_BASE) as usize;
-    let msg = (h & MESSAGE_BASE == MESSAGE_BASE)
+    let (msg, comm) = (h & MESSAGE_BASE == MESSAGE_BASE)
         .then(|| e.probed.get_mut(slot).and_then(Option::take))
         .flatten()
         .ok_or_else(|| {
@@ -335,7 +341,7 @@ unsafe fn start_mrecv(
                 format!("invalid message handle 0x{:08x}", h as u32),
             )
         })?;
-    let r = e.mrecv(msg, b)?;
+    let r = e.mrecv(msg, b, comm)?;
     if let Some(p) = keep {
         staging::hold(e, r, p);
     }

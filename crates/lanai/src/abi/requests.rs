@@ -44,12 +44,16 @@ pub fn new_done_request(e: &mut Engine, st: Status) -> usize {
 /// Waits for `r`, frees it, writes the status, and fails on an error status.
 pub fn finish_blocking(e: &mut Engine, r: usize, status: *mut MPI_Status) -> MpiResult<()> {
     e.wait(r)?;
-    let st = e.st.reqs.get(r).map(|x| x.status).unwrap_or_default();
+    let (st, on) =
+        e.st.reqs
+            .get(r)
+            .map(|x| (x.status, x.comm))
+            .unwrap_or_default();
     let unpacked = staging::settle(e, r, &st);
     e.st.reqs.remove(r);
     // SAFETY: `status` is the caller's status argument (or IGNORE/NULL).
     unsafe { write_status(status, &st) };
-    status_result(&st)?;
+    status_result(&st).map_err(|x| x.on_comm(on))?;
     unpacked
 }
 

@@ -85,8 +85,9 @@ pub struct Engine {
     pub st: State,
     pub comms: Comms,
     pub settings: Settings,
-    /// Messages taken by `MPI_Mprobe`/`MPI_Improbe`, by message handle slot.
-    pub probed: Vec<Option<Unexpected>>,
+    /// Messages taken by `MPI_Mprobe`/`MPI_Improbe`, by message handle
+    /// slot, with the communicator they were probed on.
+    pub probed: Vec<Option<(Unexpected, usize)>>,
     /// The node's offload engine, when collectives go there.
     pub offload: Option<offload::Offload>,
     tick: u32,

@@ -691,14 +691,17 @@ impl Engine {
     }
 
     /// Receives a message taken by a matched probe.
-    pub fn mrecv(&mut self, msg: Unexpected, buf: UserBuf) -> MpiResult<usize> {
-        let req = self.st.reqs.insert(Op::Recv {
-            buf,
-            ctx: msg.env.ctx,
-            src: msg.env.src as i32,
-            tag: msg.env.tag,
-            filled: 0,
-        });
+    pub fn mrecv(&mut self, msg: Unexpected, buf: UserBuf, comm: usize) -> MpiResult<usize> {
+        let req = self.st.reqs.insert_on(
+            Op::Recv {
+                buf,
+                ctx: msg.env.ctx,
+                src: msg.env.src as i32,
+                tag: msg.env.tag,
+                filled: 0,
+            },
+            comm,
+        );
         self.match_unexpected(req, msg)?;
         Ok(req)
     }

@@ -314,30 +314,27 @@ impl State {
 
     /// One chunk of a streamed rendezvous message (no single copy).
     fn stream_chunk(&mut self, env: &Envelope, payload: &[u8]) {
-        if let Some((buf, filled)) = self.streamed_recv(env) {
+        if let Some((idx, buf, filled)) = self.streamed_recv(env) {
             buf.write_at(filled, payload);
-            self.stream_advance(env, payload.len());
+            self.stream_advance(idx, payload.len());
         }
     }
 
-    /// The receive buffer of the rendezvous stream `env` belongs to, and
-    /// how much of it came already.
-    fn streamed_recv(&mut self, env: &Envelope) -> Option<(UserBuf, usize)> {
+    /// The receive request the rendezvous stream `env` belongs to, its
+    /// buffer, and how much of it came already.
+    fn streamed_recv(&self, env: &Envelope) -> Option<(usize, UserBuf, usize)> {
         if env.kind != Kind::RndvData || env.flags != 0 {
             return None;
         }
         let idx = self.reqs.by_cookie(env.cookie)?;
-        match self.reqs.get_mut(idx)?.op {
-            Op::Recv { buf, filled, .. } => Some((buf, filled as usize)),
+        match self.reqs.get(idx)?.op {
+            Op::Recv { buf, filled, .. } => Some((idx, buf, filled as usize)),
             _ => None,
         }
     }
 
-    /// `n` more bytes of a rendezvous stream are in place.
-    fn stream_advance(&mut self, env: &Envelope, n: usize) {
-        let Some(idx) = self.reqs.by_cookie(env.cookie) else {
-            return;
-        };
+    /// `n` more bytes of receive request `idx`'s stream are in place.
+    fn stream_advance(&mut self, idx: usize, n: usize) {
         let Some(r) = self.reqs.get_mut(idx) else {
             return;
         };
@@ -376,17 +373,17 @@ impl lanai_tcp::Sink for State {
     fn land(&mut self, _from: u32, env: &Envelope, total: usize) -> bool {
         // A chunk that would overrun the buffer goes the whole way, which
         // reports the truncation.
-        self.streamed_recv(env)
-            .is_some_and(|(buf, filled)| filled.checked_add(total).is_some_and(|e| e <= buf.len()))
+        self.streamed_recv(env).is_some_and(|(_, buf, filled)| {
+            filled.checked_add(total).is_some_and(|e| e <= buf.len())
+        })
     }
 
     fn place(&mut self, _from: u32, env: &Envelope, at: usize, len: usize) -> Option<&mut [u8]> {
-        self.streamed_recv(env)?;
-        let idx = self.reqs.by_cookie(env.cookie)?;
-        let Op::Recv { buf, filled, .. } = &self.reqs.get_mut(idx)?.op else {
+        let (idx, _, filled) = self.streamed_recv(env)?;
+        let Op::Recv { buf, .. } = &self.reqs.get(idx)?.op else {
             return None;
         };
-        let start = (*filled as usize).checked_add(at)?;
+        let start = filled.checked_add(at)?;
         let end = start.checked_add(len)?;
         if !buf.is_contiguous() || end > buf.len() {
             return None;
@@ -397,12 +394,14 @@ impl lanai_tcp::Sink for State {
     }
 
     fn piece(&mut self, _from: u32, env: &Envelope, at: usize, bytes: &[u8]) {
-        if let Some((buf, filled)) = self.streamed_recv(env) {
+        if let Some((_, buf, filled)) = self.streamed_recv(env) {
             buf.write_at(filled + at, bytes);
         }
     }
 
     fn landed(&mut self, _from: u32, env: Envelope, total: usize) {
-        self.stream_advance(&env, total);
+        if let Some((idx, ..)) = self.streamed_recv(&env) {
+            self.stream_advance(idx, total);
+        }
     }
 }

@@ -30,15 +30,21 @@ static void fill(unsigned char *b, int me, int size, long block, int call)
             b[p * block + i] = val(me, p, i, call);
 }
 
-static void check_blocks(const unsigned char *b, int me, int size, long block, int call, const char *what)
+/* Block p of `b` is what member p sends member `to`. */
+static void check_from(const unsigned char *b, int size, long block, int to, int call, const char *what)
 {
     for (int p = 0; p < size; p++)
         for (long i = 0; i < block; i++)
-            if (b[p * block + i] != val(p, me, i, call)) {
+            if (b[p * block + i] != val(p, to, i, call)) {
                 CHECK(0, "%s: block %ld from %d, byte %ld: %d, want %d", what, block, p, i,
-                      b[p * block + i], val(p, me, i, call));
+                      b[p * block + i], val(p, to, i, call));
                 return;
             }
+}
+
+static void check_blocks(const unsigned char *b, int me, int size, long block, int call, const char *what)
+{
+    check_from(b, size, block, me, call, what);
 }
 
 static void plain(MPI_Comm comm, int call)
@@ -231,14 +237,9 @@ static void rooted(MPI_Comm comm, int call)
             memcpy(all + me * block, one, block);
         MPI_OK(MPI_Gather(in_place ? MPI_IN_PLACE : one, (int)block, MPI_BYTE, all, (int)block, MPI_BYTE, root, comm));
         if (me == root) {
-            for (int p = 0; p < size; p++)
-                for (long i = 0; i < block; i++)
-                    if (all[p * block + i] != val(p, root, i, c)) {
-                        CHECK(0, "gather %ld root %d: from %d byte %ld: %d, want %d", block, root, p, i,
-                              all[p * block + i], val(p, root, i, c));
-                        p = size;
-                        break;
-                    }
+            char what[32];
+            snprintf(what, sizeof what, "gather root %d", root);
+            check_from(all, size, block, root, c, what);
             CHECK(all[block * size] == 0xee, "gather %ld wrote past the buffer", block);
         }
         /* Scatter: the root's block p is val(root, p, i). */
@@ -423,14 +424,7 @@ static void allgathers(MPI_Comm comm, int call)
             memcpy(all + me * block, one, block);
         MPI_OK(MPI_Allgather(in_place ? MPI_IN_PLACE : one, (int)block, MPI_BYTE, all, (int)block,
                              MPI_BYTE, comm));
-        for (int p = 0; p < size; p++)
-            for (long i = 0; i < block; i++)
-                if (all[p * block + i] != val(p, 0, i, c)) {
-                    CHECK(0, "allgather %ld%s: from %d byte %ld: %d, want %d", block,
-                          in_place ? " in place" : "", p, i, all[p * block + i], val(p, 0, i, c));
-                    p = size;
-                    break;
-                }
+        check_from(all, size, block, 0, c, in_place ? "allgather in place" : "allgather");
         CHECK(all[block * size] == 0xee, "allgather %ld wrote past the buffer", block);
         free(one);
         free(all);
@@ -449,13 +443,7 @@ static void allgathers(MPI_Comm comm, int call)
     }
     MPI_OK(MPI_Waitall(K, req, MPI_STATUSES_IGNORE));
     for (int k = 0; k < K; k++) {
-        for (int p = 0; p < size; p++)
-            for (long i = 0; i < block; i++)
-                if (all[k][p * block + i] != val(p, 0, i, call * 16 + 8 + k)) {
-                    CHECK(0, "iallgather %d: from %d byte %ld: %d", k, p, i, all[k][p * block + i]);
-                    p = size;
-                    break;
-                }
+        check_from(all[k], size, block, 0, call * 16 + 8 + k, "iallgather");
         free(one[k]);
         free(all[k]);
     }

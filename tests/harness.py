@@ -301,38 +301,63 @@ def assert_passes_under_hydra(exe, name, nranks, args=(), on_lanai=True):
         assert_clean(r)
 
 
-def listening_ports(pids):
-    """(host, port) of TCP sockets in LISTEN state owned by `pids`, from
-    `ss -Htlnp`."""
-    want = set(pids)
+def _socket_inodes(pid):
+    inodes = set()
     try:
-        text = subprocess.run(
-            ["ss", "-Htlnp"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            timeout=10,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def _proc_addr(hexaddr):
+    """A /proc/net/tcp{,6} address: 32-bit words in host (little-endian) order."""
+    import ipaddress
+    import struct
+
+    raw = bytes.fromhex(hexaddr)
+    words = [raw[i:i + 4] for i in range(0, len(raw), 4)]
+    packed = b"".join(struct.pack(">I", struct.unpack("<I", w)[0]) for w in words)
+    return str(ipaddress.ip_address(packed))
+
+
+def listening_ports(pids):
+    """(host, port) of TCP sockets in LISTEN state owned by `pids`, read from
+    /proc: each pid's socket inodes matched against its namespace's
+    /proc/<pid>/net/tcp{,6}. Unlike `ss -p` this never scans every process,
+    so it stays fast on a loaded machine."""
     found = []
-    for line in text.splitlines():
-        owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
-        if not owners & want:
+    for pid in pids:
+        inodes = _socket_inodes(pid)
+        if not inodes:
             continue
-        cols = line.split()
-        if len(cols) < 4:
-            continue
-        local = cols[3]
-        host, _, port = local.rpartition(":")
-        if not port.isdigit():
-            continue
-        host = host.strip("[]")
-        if "%" in host:
-            host = host.split("%", 1)[0]
-        if host in ("*", "0.0.0.0", ""):
-            host = "127.0.0.1"
-        elif host == "::":
-            host = "::1"
-        found.append((host, int(port)))
-    return found
+        for table in ("tcp", "tcp6"):
+            try:
+                with open(f"/proc/{pid}/net/{table}") as f:
+                    lines = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                cols = line.split()
+                # cols: sl local remote st ... uid timeout inode
+                if len(cols) < 10 or cols[3] != "0A" or cols[9] not in inodes:
+                    continue
+                hexhost, _, hexport = cols[1].partition(":")
+                host = _proc_addr(hexhost)
+                if host == "0.0.0.0":
+                    host = "127.0.0.1"
+                elif host == "::":
+                    host = "::1"
+                elif host.startswith("::ffff:"):
+                    host = host[7:]
+                found.append((host, int(hexport, 16)))
+    return sorted(set(found))
 
 
 def build_programs(names, flavor):

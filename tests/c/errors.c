@@ -212,11 +212,43 @@ static void request_handlers(void)
             MPI_OK(MPI_Wait(&rreq[i], MPI_STATUS_IGNORE));
     MPI_OK(MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE));
 
+    /* Freed under pending requests, c lives on for them (MPI 4.1 7.4.3): a
+     * communicator created next neither matches c's receives nor hears c's
+     * errors, even where it reuses c's handle. */
+    {
+        MPI_Comm fresh, freed = c_of_test;
+        int got = -1, never = -1, cancelled = 0;
+        calls_on_c = calls_elsewhere = 0;
+        MPI_OK(MPI_Irecv(small, 2, MPI_INT, lt_rank, 95, c_of_test, &rreq[0]));
+        MPI_OK(MPI_Isend(big, 10, MPI_INT, lt_rank, 95, c_of_test, &sreq[0]));
+        MPI_OK(MPI_Irecv(&never, 1, MPI_INT, lt_rank, 96, c_of_test, &rreq[1]));
+        MPI_OK(MPI_Comm_free(&c_of_test));
+        c_of_test = freed; /* what on_c compares against */
+        MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &fresh));
+        MPI_OK(MPI_Comm_set_errhandler(fresh, eh_other));
+        MPI_OK(MPI_Sendrecv(&one, 1, MPI_INT, lt_rank, 96, &got, 1, MPI_INT, lt_rank, 96, fresh,
+                            MPI_STATUS_IGNORE));
+        CHECK(got == one && never == -1, "a new communicator's message went to a freed one's "
+              "receive (got %d, the freed receive %d)", got, never);
+        rc = MPI_Wait(&rreq[0], &st[0]);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "truncated receive on a freed communicator: class %d", cls);
+        CHECK(calls_on_c == 1 && calls_elsewhere == 0,
+              "freed communicator: its handler ran %d times, another %d times", calls_on_c,
+              calls_elsewhere);
+        MPI_OK(MPI_Wait(&sreq[0], MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Cancel(&rreq[1]));
+        MPI_OK(MPI_Wait(&rreq[1], &st[1]));
+        MPI_OK(MPI_Test_cancelled(&st[1], &cancelled));
+        CHECK(cancelled, "the freed communicator's unmatched receive was not cancelled");
+        MPI_OK(MPI_Comm_free(&fresh));
+        c_of_test = MPI_COMM_NULL;
+    }
+
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     MPI_OK(MPI_Errhandler_free(&eh_c));
     MPI_OK(MPI_Errhandler_free(&eh_other));
-    MPI_OK(MPI_Comm_free(&c_of_test));
 }
 
 static void error_strings(void)

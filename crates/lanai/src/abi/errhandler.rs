@@ -523,9 +523,9 @@ mpi_fn! { MPI_Error_class / PMPI_Error_class (errorcode: c_int, errorclass: *mut
 pub fn handler_for(comm_idx: Option<usize>) -> (MPI_Comm, MPI_Errhandler) {
     state::with_engine(|e| {
         let idx = comm_idx.unwrap_or(comm::WORLD);
-        Ok(match e.comms.get(idx) {
-            Ok(c) => (comm_handle(idx), c.errhandler),
-            Err(_) => (
+        Ok(match e.comms.errhandler(idx) {
+            Some(h) => (comm_handle(idx), h),
+            None => (
                 c::MPI_COMM_WORLD,
                 e.comms
                     .get(comm::WORLD)

@@ -149,6 +149,11 @@ pub struct Comms {
     create_group_calls: HashMap<u64, u32>,
     /// User groups (`MPI_Group` handles).
     pub groups: Groups,
+    /// Freed communicators that requests still name, by index: their index
+    /// and context id stay taken (MPI completes such operations normally, and
+    /// a new communicator must not match their messages or hear their
+    /// errors) until [`reap`](Self::reap) finds them unused.
+    retired: HashMap<usize, Comm>,
 }
 
 impl Default for Comms {
@@ -188,6 +193,7 @@ impl Comms {
             offered: vec![0; MASK_BYTES],
             create_group_calls: HashMap::new(),
             groups: Groups::default(),
+            retired: HashMap::new(),
         }
     }
 
@@ -207,7 +213,14 @@ impl Comms {
 
     /// Adds a communicator; returns its index (never WORLD or SELF).
     pub fn insert(&mut self, comm: Comm) -> usize {
-        match self.table.iter().skip(2).position(Option::is_none) {
+        let retired = &self.retired;
+        let free = self
+            .table
+            .iter()
+            .enumerate()
+            .skip(2)
+            .position(|(i, c)| c.is_none() && !retired.contains_key(&i));
+        match free {
             Some(i) => {
                 self.table[i + 2] = Some(comm);
                 i + 2
@@ -219,8 +232,9 @@ impl Comms {
         }
     }
 
-    /// `MPI_Comm_free`: drops the communicator and returns its context slot
-    /// to the local mask.
+    /// `MPI_Comm_free`: takes the communicator out of use. Its index and
+    /// context slot stay taken until it is [`retire`](Self::retire)d and
+    /// [`reap`](Self::reap)ed.
     pub fn free(&mut self, idx: usize) -> MpiResult<Comm> {
         if idx == WORLD || idx == SELF {
             return Err(MpiError::new(
@@ -228,13 +242,39 @@ impl Comms {
                 "cannot free a predefined communicator",
             ));
         }
-        let comm = self
-            .table
+        self.table
             .get_mut(idx)
             .and_then(Option::take)
-            .ok_or_else(MpiError::comm)?;
-        self.release_ctx(comm.ctx);
-        Ok(comm)
+            .ok_or_else(MpiError::comm)
+    }
+
+    /// Keeps freed communicator `idx` for the requests that may still name it.
+    pub fn retire(&mut self, idx: usize, comm: Comm) {
+        self.retired.insert(idx, comm);
+    }
+
+    /// Frees the retired communicators for which `in_use` is false.
+    pub fn reap(&mut self, in_use: impl Fn(usize) -> bool) {
+        let done: Vec<usize> = self
+            .retired
+            .keys()
+            .copied()
+            .filter(|&i| !in_use(i))
+            .collect();
+        for i in done {
+            if let Some(comm) = self.retired.remove(&i) {
+                self.release_ctx(comm.ctx);
+            }
+        }
+    }
+
+    /// The error handler of communicator `idx`, live or freed under requests
+    /// that still name it.
+    pub fn errhandler(&self, idx: usize) -> Option<i32> {
+        self.get(idx)
+            .ok()
+            .or_else(|| self.retired.get(&idx))
+            .map(|c| c.errhandler)
     }
 
     /// Communicators currently allocated, WORLD and SELF included.
@@ -467,12 +507,15 @@ impl Engine {
         // So does a broadcast that starts when its reduce is done (every
         // member contributed already, so this wait ends too).
         self.wait_until(|e| !e.deferred_bcast_on(idx))?;
-        let comm = self.comms.free(idx)?;
+        let mut comm = self.comms.free(idx)?;
         // Its attached buffer (MPI 4.1) is detached implicitly.
         self.st.bsend.comm_freed(idx);
-        self.offload_forget(&comm)?;
-        self.central_forget(comm.central);
-        Ok(())
+        let forgot = self.offload_forget(&comm);
+        self.central_forget(std::mem::take(&mut comm.central));
+        self.comms.retire(idx, comm);
+        let reqs = &self.st.reqs;
+        self.comms.reap(|i| reqs.any_on(i));
+        forgot
     }
 
     /// `MPI_Comm_dup`: same group, new context, handler inherited.

@@ -180,6 +180,11 @@ impl Requests {
         }
     }
 
+    /// Whether a request on communicator `comm` is still allocated.
+    pub fn any_on(&self, comm: usize) -> bool {
+        self.slots.iter().flatten().any(|r| r.comm == Some(comm))
+    }
+
     /// A transport cookie naming this request: index and generation.
     pub fn cookie(&self, idx: usize) -> u64 {
         (u64::from(self.gens[idx]) << 32) | idx as u64

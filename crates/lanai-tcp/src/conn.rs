@@ -136,6 +136,7 @@ pub(crate) fn connect_nonblocking(addr: SocketAddr) -> io::Result<(TcpStream, bo
         SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
         None,
     )?;
+    crate::congestion::set_default_before(&fd, addr.ip());
     let done = match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(addr)) {
         Ok(()) => true,
         Err(nix::errno::Errno::EINPROGRESS) => false,

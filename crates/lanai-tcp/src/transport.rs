@@ -267,6 +267,7 @@ impl TcpTransport {
             });
         }
         let listener = TcpListener::bind((cfg.bind_ip, 0)).map_err(TcpError::io("bind"))?;
+        congestion::set_default_before(&listener, cfg.bind_ip);
         listener
             .set_nonblocking(true)
             .map_err(TcpError::io("set_nonblocking"))?;

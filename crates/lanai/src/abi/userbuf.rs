@@ -161,6 +161,15 @@ impl UserBuf {
         }
     }
 
+    /// A buffer over memory that lives as long as the process, for the
+    /// engine's tests (the engine itself has no `unsafe`).
+    #[cfg(test)]
+    pub fn leaked(len: usize) -> Self {
+        let mem: &'static mut [u8] = Vec::leak(vec![0; len]);
+        // SAFETY: leaked memory is valid forever and nothing else holds it.
+        unsafe { Self::new(mem.as_mut_ptr(), len) }
+    }
+
     /// A non-contiguous buffer.
     ///
     /// # Safety

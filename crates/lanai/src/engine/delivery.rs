@@ -127,6 +127,10 @@ pub struct State {
     pub copy_pick: CopyPick,
     /// Receives whose copy is being timed for `copy_pick`.
     pub timed_copies: Vec<TimedCopy>,
+    /// Eager TCP messages being read into place, by sender (`landing.rs`).
+    pub landing: Vec<(u32, super::landing::Landing)>,
+    /// Buffers of matched unexpected messages, to hold the next ones.
+    pub spare: super::landing::Spare,
 }
 
 /// A rendezvous receive whose transfer `copy_pick` learns from.
@@ -180,11 +184,14 @@ impl State {
                         });
                     }
                 }
-                None => self.matcher.push_unexpected(Unexpected {
-                    env,
-                    from_world: from,
-                    held: Held::Data(payload.to_vec()),
-                }),
+                None => {
+                    let data = self.spare.copy_of(payload);
+                    self.matcher.push_unexpected(Unexpected {
+                        env,
+                        from_world: from,
+                        held: Held::Data(data),
+                    })
+                }
             },
             Kind::RndvRts => {
                 let addr = if env.flags & SEGMENTS != 0 {
@@ -295,6 +302,14 @@ impl State {
         let Some(r) = self.reqs.get(req) else { return };
         let Op::Recv { buf, .. } = r.op else { return };
         let n = buf.write(payload);
+        self.eager_done(req, env, n);
+    }
+
+    /// Completes receive `req` of eager message `env`, `n` bytes of which
+    /// are in its buffer.
+    pub(super) fn eager_done(&mut self, req: usize, env: &Envelope, n: usize) {
+        let Some(r) = self.reqs.get(req) else { return };
+        let Op::Recv { buf, .. } = r.op else { return };
         let error = if env.len as usize > buf.len() {
             c::MPI_ERR_TRUNCATE
         } else {
@@ -322,7 +337,7 @@ impl State {
 
     /// The receive request the rendezvous stream `env` belongs to, its
     /// buffer, and how much of it came already.
-    fn streamed_recv(&self, env: &Envelope) -> Option<(usize, UserBuf, usize)> {
+    pub(super) fn streamed_recv(&self, env: &Envelope) -> Option<(usize, UserBuf, usize)> {
         if env.kind != Kind::RndvData || env.flags != 0 {
             return None;
         }
@@ -334,7 +349,7 @@ impl State {
     }
 
     /// `n` more bytes of receive request `idx`'s stream are in place.
-    fn stream_advance(&mut self, idx: usize, n: usize) {
+    pub(super) fn stream_advance(&mut self, idx: usize, n: usize) {
         let Some(r) = self.reqs.get_mut(idx) else {
             return;
         };
@@ -359,49 +374,6 @@ impl State {
             if !self.timed_copies.is_empty() {
                 self.copy_done(idx);
             }
-        }
-    }
-}
-
-/// Over TCP, a rendezvous stream's chunks land in the receive buffer: read
-/// from the socket straight into place when the buffer is contiguous.
-impl lanai_tcp::Sink for State {
-    fn deliver(&mut self, from: u32, env: Envelope, payload: &[u8]) {
-        State::deliver(self, env, from, payload)
-    }
-
-    fn land(&mut self, _from: u32, env: &Envelope, total: usize) -> bool {
-        // A chunk that would overrun the buffer goes the whole way, which
-        // reports the truncation.
-        self.streamed_recv(env).is_some_and(|(_, buf, filled)| {
-            filled.checked_add(total).is_some_and(|e| e <= buf.len())
-        })
-    }
-
-    fn place(&mut self, _from: u32, env: &Envelope, at: usize, len: usize) -> Option<&mut [u8]> {
-        let (idx, _, filled) = self.streamed_recv(env)?;
-        let Op::Recv { buf, .. } = &self.reqs.get(idx)?.op else {
-            return None;
-        };
-        let start = filled.checked_add(at)?;
-        let end = start.checked_add(len)?;
-        if !buf.is_contiguous() || end > buf.len() {
-            return None;
-        }
-        // The caller's receive buffer, valid until the receive completes,
-        // which is after this landing.
-        Some(&mut buf.as_mut_slice()[start..end])
-    }
-
-    fn piece(&mut self, _from: u32, env: &Envelope, at: usize, bytes: &[u8]) {
-        if let Some((_, buf, filled)) = self.streamed_recv(env) {
-            buf.write_at(filled + at, bytes);
-        }
-    }
-
-    fn landed(&mut self, _from: u32, env: Envelope, total: usize) {
-        if let Some((idx, ..)) = self.streamed_recv(&env) {
-            self.stream_advance(idx, total);
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod doorbell;
 pub mod error;
 pub mod group;
 pub mod intercomm;
+mod landing;
 mod mail_share;
 pub mod matching;
 pub mod net;

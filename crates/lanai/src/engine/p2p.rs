@@ -271,6 +271,7 @@ impl Engine {
         match u.held {
             Held::Data(d) => {
                 self.st.fill_eager(req, &u.env, &d);
+                self.st.spare.give_back(d);
                 if u.env.kind == Kind::EagerSync {
                     self.st.followups.push(Followup::SyncAck {
                         to: u.from_world,

@@ -89,6 +89,16 @@ def test_broadcasts_from_a_root_that_runs_ahead_stay_bounded(lanai_exes, nodes):
             ["20000", "1024", "24", "bcast"])
 
 
+@pytest.mark.parametrize("nranks,nodes,size", [(4, 4, 65536), (8, 8, 24576), (4, 2, 16384)])
+def test_gathers_to_a_lingering_root_stay_bounded(lanai_exes, nranks, nodes, size):
+    # A gather's blocks over TCP wait for the root's receive from 16 KiB
+    # (SendMode::FanIn). Sent eagerly, the members ran calls ahead of their
+    # root: at 8 ranks on 8 nodes with 64 KiB blocks each member grew by
+    # about 100 MiB a second, and every gather took three times as long.
+    _passes(lanai_exes["coll_runahead"], "coll_runahead", nranks, nodes,
+            ["3000", str(size), "24", "gather"])
+
+
 @pytest.mark.parametrize("nodes", [1, 2])
 def test_receivers_that_drain_the_ring_inside_mpi_ask_the_root_to_lend(lanai_exes, nodes):
     # The receivers linger in MPI_Iprobe, so the ring from a root on their

@@ -3,11 +3,12 @@
  * before the root starts them; or, with "bcast", a loop of broadcasts
  * from a root that runs ahead of lingering receivers; with "bcast-in-mpi",
  * receivers that linger inside MPI (in MPI_Iprobe), so they keep taking
- * the root's messages off the wire. Every result is checked. A library
+ * the root's messages off the wire; with "gather", a loop of gathers to a
+ * root that lingers. Every result is checked. A library
  * that keeps every early message, or lets senders queue without limit,
  * grows by calls * bytes per receiver; each rank's peak resident size
  * may grow by at most `limit_mib` over the loop.
- * usage: coll_runahead [calls] [bytes] [limit_mib] [reduce|bcast|bcast-in-mpi]
+ * usage: coll_runahead [calls] [bytes] [limit_mib] [reduce|bcast|bcast-in-mpi|gather]
  * (limit 0: no check) */
 #include "lt.h"
 
@@ -32,8 +33,9 @@ int main(int argc, char **argv)
     long limit_mib = argc > 3 ? atol(argv[3]) : 32;
     int in_mpi = argc > 4 && !strcmp(argv[4], "bcast-in-mpi");
     int bcast = in_mpi || (argc > 4 && !strcmp(argv[4], "bcast"));
+    int gather = argc > 4 && !strcmp(argv[4], "gather");
     int n = bytes / (int)sizeof(long);
-    long *in = malloc(sizeof(long) * n), *out = malloc(sizeof(long) * n);
+    long *in = malloc(sizeof(long) * n), *out = malloc(sizeof(long) * n * (gather ? lt_size : 1));
     long base = 0;
     for (int call = 0; call < calls; call++) {
         if (bcast) {
@@ -45,6 +47,21 @@ int main(int argc, char **argv)
                     CHECK(in[i] == val(0, i, call), "call %d [%d]: %ld, want %ld", call, i, in[i],
                           val(0, i, call));
                 linger(40, in_mpi);
+            }
+            if (call == 0)
+                base = lt_peak_kib();
+            continue;
+        }
+        if (gather) {
+            for (int i = 0; i < n; i++)
+                in[i] = val(lt_rank, i, call);
+            MPI_OK(MPI_Gather(in, n, MPI_LONG, out, n, MPI_LONG, 0, MPI_COMM_WORLD));
+            if (lt_rank == 0) {
+                for (int r = 0; r < lt_size; r++)
+                    for (int i = 0; i < n; i++)
+                        CHECK(out[(long)r * n + i] == val(r, i, call), "call %d block %d [%d]: %ld",
+                              call, r, i, out[(long)r * n + i]);
+                linger(40, 0);
             }
             if (call == 0)
                 base = lt_peak_kib();
@@ -67,7 +84,7 @@ int main(int argc, char **argv)
             base = lt_peak_kib();
     }
     char what[64];
-    snprintf(what, sizeof what, "%d %s of %d bytes", calls, bcast ? "broadcasts" : "reduces", bytes);
+    snprintf(what, sizeof what, "%d %s of %d bytes", calls, bcast ? "broadcasts" : gather ? "gathers" : "reduces", bytes);
     LT_CHECK_GROWTH(base, limit_mib, what);
     free(in);
     free(out);

@@ -65,6 +65,11 @@ pub enum SendMode {
     Sync,
     Ready,
     Buffered,
+    /// A collective's send to a member that receives from many at once (a
+    /// gather's root): from `FAN_IN_RNDV_MIN` bytes it waits for its
+    /// receive, as above the eager limit, so the senders cannot run ahead
+    /// and bury the one receiver in unexpected messages.
+    FanIn,
 }
 
 /// The operation-specific part of a request.

@@ -89,6 +89,17 @@ struct Leg {
     buf: UserBuf,
 }
 
+/// When a collective's sends start, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sends {
+    /// With the receives.
+    Now,
+    /// Once the receives are done (a tree passes on what it received).
+    AfterRecvs,
+    /// With the receives, to one member that receives from every other.
+    FanIn,
+}
+
 fn block_of(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
     let (start, end) = (r.start, r.end);
     buf.range(r).ok_or_else(|| {
@@ -150,7 +161,7 @@ impl Engine {
             block_of(&send, send_blocks.block(rank))?,
             block_of(&out, recv_blocks.block(rank))?,
         );
-        self.start_transfers(comm, &recvs, Some(own), sends, false)
+        self.start_transfers(comm, &recvs, Some(own), sends, Sends::Now)
     }
 
     /// Broadcast of `buf` from `root` down a binomial tree (in ranks
@@ -182,7 +193,7 @@ impl Engine {
             .map(|c| Leg { peer: abs(c), buf })
             .collect();
         let recvs: Vec<Leg> = parent.into_iter().collect();
-        self.start_transfers(comm, &recvs, None, children, true)
+        self.start_transfers(comm, &recvs, None, children, Sends::AfterRecvs)
     }
 
     /// Gather of `block`-byte blocks: the root receives member `p`'s
@@ -201,12 +212,13 @@ impl Engine {
                 peer: root,
                 buf: data,
             }];
-            return self.start_transfers(comm, &[], None, to_root, false);
+            // Every member sends to the root at once.
+            return self.start_transfers(comm, &[], None, to_root, Sends::FanIn);
         };
         let recvs = others_blocks(&out, block, root, size)?;
         let mine = root as usize * block;
         let own = (data, block_of(&out, mine..mine + block)?);
-        self.start_transfers(comm, &recvs, Some(own), Vec::new(), false)
+        self.start_transfers(comm, &recvs, Some(own), Vec::new(), Sends::Now)
     }
 
     /// Scatter of `block`-byte blocks of the root's `data`: member `p`
@@ -226,18 +238,18 @@ impl Engine {
                 peer: root,
                 buf: out,
             }];
-            return self.start_transfers(comm, &from_root, None, Vec::new(), false);
+            return self.start_transfers(comm, &from_root, None, Vec::new(), Sends::Now);
         }
         let sends = others_blocks(&data, block, root, size)?;
         let mine = root as usize * block;
         let own = out
             .map(|o| Ok((block_of(&data, mine..mine + block)?, o)))
             .transpose()?;
-        self.start_transfers(comm, &[], own, sends, false)
+        self.start_transfers(comm, &[], own, sends, Sends::Now)
     }
 
     /// Posts `recvs`, copies `own` (source, destination), then starts
-    /// `sends` (once the receives are done when `after`), all under one
+    /// `sends` (at once, or once the receives are done), all under one
     /// request of `comm`'s next collective number.
     fn start_transfers(
         &mut self,
@@ -245,8 +257,14 @@ impl Engine {
         recvs: &[Leg],
         own: Option<(UserBuf, UserBuf)>,
         sends: Vec<Leg>,
-        after: bool,
+        when: Sends,
     ) -> MpiResult<usize> {
+        let after = when == Sends::AfterRecvs;
+        let mode = if when == Sends::FanIn {
+            SendMode::FanIn
+        } else {
+            SendMode::Standard
+        };
         if let Some((from, to)) = &own {
             if from.len() != to.len() {
                 return Err(MpiError::new(
@@ -272,7 +290,7 @@ impl Engine {
                 to.write(from.as_slice());
             }
             if !after {
-                self.send_legs(comm, tag, &sends, &mut parts)?;
+                self.send_legs(comm, tag, &sends, mode, &mut parts)?;
             }
             Ok(())
         })();
@@ -304,11 +322,11 @@ impl Engine {
         comm: usize,
         tag: i32,
         legs: &[Leg],
+        mode: SendMode,
         parts: &mut Vec<usize>,
     ) -> MpiResult<()> {
         for l in legs {
-            let (peer, mode) = (l.peer as i32, SendMode::Standard);
-            if let Some(r) = self.start_send_on(comm, Ctx::Coll, peer, tag, l.buf, mode)? {
+            if let Some(r) = self.start_send_on(comm, Ctx::Coll, l.peer as i32, tag, l.buf, mode)? {
                 parts.push(r);
             }
         }
@@ -338,7 +356,7 @@ impl Engine {
             if !x.then.is_empty() && !failed {
                 let (comm, tag, then) = (x.comm, x.tag, std::mem::take(&mut x.then));
                 let mut parts = Vec::with_capacity(then.len());
-                let sent = self.send_legs(comm, tag, &then, &mut parts);
+                let sent = self.send_legs(comm, tag, &then, SendMode::Standard, &mut parts);
                 self.st.transfers[i].parts.extend(parts);
                 if let Err(e) = sent {
                     let x = self.st.transfers.swap_remove(i);

@@ -87,6 +87,19 @@ impl State {
         matches!(self.reqs.get(req).map(|r| &r.op), Some(Op::Recv { buf, .. }) if len <= buf.len())
     }
 
+    /// Bytes `r` of receive `req`'s buffer, if it is contiguous and has them.
+    fn recv_bytes(&mut self, req: usize, r: std::ops::Range<usize>) -> Option<&mut [u8]> {
+        let Op::Recv { buf, .. } = &self.reqs.get(req)?.op else {
+            return None;
+        };
+        if !buf.is_contiguous() || r.end > buf.len() {
+            return None;
+        }
+        // The caller's receive buffer, valid until the receive completes,
+        // which is after the landing that writes these bytes.
+        Some(&mut buf.as_mut_slice()[r])
+    }
+
     /// Eager message `env` from `from`, `total` bytes, begins to land.
     fn land_eager(&mut self, from: u32, env: &Envelope, total: usize) {
         let to = match self.matcher.take_posted(env) {
@@ -164,31 +177,16 @@ impl lanai_tcp::Sink for State {
         let end = at.checked_add(len)?;
         if is_eager(env) {
             let i = self.landing.iter().position(|(f, _)| *f == from)?;
-            let req = match &mut self.landing[i].1 {
-                Landing::Held { data, .. } => return data.get_mut(at..end),
-                Landing::Recv(req) => *req,
-            };
-            let Op::Recv { buf, .. } = &self.reqs.get(req)?.op else {
-                return None;
-            };
-            if !buf.is_contiguous() || end > buf.len() {
-                return None;
+            if let Landing::Recv(req) = self.landing[i].1 {
+                return self.recv_bytes(req, at..end);
             }
-            // The caller's receive buffer, valid until the receive completes,
-            // which is after this landing.
-            return Some(&mut buf.as_mut_slice()[at..end]);
+            return match &mut self.landing[i].1 {
+                Landing::Held { data, .. } => data.get_mut(at..end),
+                Landing::Recv(_) => None,
+            };
         }
         let (idx, _, filled) = self.streamed_recv(env)?;
-        let Op::Recv { buf, .. } = &self.reqs.get(idx)?.op else {
-            return None;
-        };
-        let start = filled.checked_add(at)?;
-        let end = filled.checked_add(end)?;
-        if !buf.is_contiguous() || end > buf.len() {
-            return None;
-        }
-        // As above.
-        Some(&mut buf.as_mut_slice()[start..end])
+        self.recv_bytes(idx, filled.checked_add(at)?..filled.checked_add(end)?)
     }
 
     fn piece(&mut self, from: u32, env: &Envelope, at: usize, bytes: &[u8]) {

@@ -678,10 +678,38 @@ mod tests {
         let w = t.get(WORLD).unwrap().clone();
         let i = t.insert(w.derive(4, 0, vec![0, 1]));
         assert!(i >= 2);
-        t.free(i).unwrap();
+        let freed = t.free(i).unwrap();
+        t.retire(i, freed);
+        t.reap(|_| false);
         assert_eq!(lowest_free(&t.free_slots), Some(2));
         assert!(t.free(WORLD).is_err());
         assert!(t.free(i).is_err());
+    }
+
+    #[test]
+    fn a_freed_communicator_that_requests_name_keeps_its_index_and_context() {
+        let mut t = Comms::new(0, 4, c::MPI_ERRORS_RETURN);
+        let w = t.get(WORLD).unwrap().clone();
+        t.take_slot(2);
+        let mut c = w.derive(4, 0, vec![0, 1]);
+        c.errhandler = 77;
+        let i = t.insert(c);
+        let freed = t.free(i).unwrap();
+        t.retire(i, freed);
+        // A request still names it: neither its index, its context slot nor
+        // its handler goes to anyone else.
+        t.reap(|j| j == i);
+        assert!(t.get(i).is_err(), "freed for the user");
+        assert_eq!(t.errhandler(i), Some(77));
+        t.take_slot(3);
+        assert_eq!(lowest_free(&t.free_slots), Some(4), "slot 2 is still taken");
+        let j = t.insert(w.derive(8, 0, vec![0, 1]));
+        assert_ne!(j, i);
+        // Its requests are done.
+        t.reap(|_| false);
+        assert_eq!(lowest_free(&t.free_slots), Some(2));
+        assert_eq!(t.errhandler(i), None);
+        assert_eq!(t.insert(w.derive(4, 0, vec![0, 1])), i);
     }
 
     #[test]

@@ -412,7 +412,7 @@ static void allgathers(MPI_Comm comm, int call)
     int me, size;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
-    static const long sizes[] = {2048, 65536, 70000, 300000};
+    static const long sizes[] = {2048, 16383, 16384, 65536, 70000, 300000};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         long block = sizes[k];
         int c = call * 16 + (int)k, in_place = (call + (int)k) % 2;

@@ -55,16 +55,21 @@ pub(super) const BCAST_TRANSFER_MIN: usize = 64 << 10;
 
 /// Whether an allgather of `len`-byte blocks on `size` members goes as
 /// transfers, every member's block straight to every other, rather than
-/// round the message machine's ring. Medians of 3 launches against the
-/// machine, us: above 64 KiB (rendezvous, read in place over TCP) the
-/// transfers win, 8 ranks on 8 emulated nodes 128 KiB 4413 against 5698,
-/// 256 KiB 6845 against 10464 (Open MPI 4676, 6823); at 64 KiB they lose
-/// on 8 ranks (8 x 8: 3978 against 3035; 8 x 2: 2211 against 2052) and
-/// win on 4 (4 x 4: 484 against 654, 4 x 2 at 16 KiB: 113 against 123),
-/// and tie at 4 KiB on 4 x 4. Every member knows both numbers alike.
+/// round the message machine's ring. Up to 4 members from
+/// [`TRANSFER_MIN`] (4 x 4, 64 KiB: 484 against 654 us; 4 x 2, 16 KiB: 113
+/// against 123; a tie at 4 KiB on 4 x 4). On more, from
+/// [`ALLGATHER_MANY_MIN`]: since eager TCP messages from 16 KiB land in
+/// place, the transfers win there too (medians of 3 launches, us, ring /
+/// transfers / Open MPI: 8 x 8 16 KiB 848 / 575 / 738, 64 KiB 1726 / 1686 /
+/// 2339; 8 x 2 16 KiB 859 / 415 / 888; 8 x 4 32 KiB 1370 / 788 / 1241;
+/// 16 x 4 16 KiB 4748 / 2575 / 3737), tie at 8 KiB (8 x 8: 332 / 343) and
+/// lose at 4 KiB (8 x 8: 280 / 396). Every member knows both numbers alike.
 pub(super) fn allgather_as_transfers(size: u32, len: usize) -> bool {
-    len >= TRANSFER_MIN && (size <= 4 || len > 64 << 10)
+    len >= TRANSFER_MIN && (size <= 4 || len >= ALLGATHER_MANY_MIN)
 }
+
+/// The smallest allgather block sent as transfers on more than 4 members.
+const ALLGATHER_MANY_MIN: usize = 16 << 10;
 
 /// One collective in flight as transfers.
 #[derive(Debug)]

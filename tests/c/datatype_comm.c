@@ -1,8 +1,9 @@
 /*
  * Communication with derived datatypes: vector, indexed, struct, subarray
  * and resized types sent and received blocking and nonblocking around a
- * ring (so across emulated nodes too), a large vector (rendezvous), and
- * blocking collectives. Every received byte is checked against a locally
+ * ring (so across emulated nodes too), a medium vector (eager, which
+ * over TCP lands in place from 16 KiB) received before and after it
+ * arrives, a large vector (rendezvous), and blocking collectives. Every received byte is checked against a locally
  * computed expectation, and bytes in the holes must stay untouched.
  */
 #include "lt.h"
@@ -189,6 +190,49 @@ static void subarrays(void)
 }
 
 /* Every other double of a long array: well past any eager limit. */
+static void medium(void)
+{
+    enum { M = 5000 }; /* 40000 bytes */
+    double *a = malloc(M * sizeof(double)), *b = malloc(2 * M * sizeof(double));
+    MPI_Datatype ev;
+    MPI_Request rq;
+    long i, bad;
+
+    MPI_OK(MPI_Type_vector(M, 1, 2, MPI_DOUBLE, &ev));
+    MPI_OK(MPI_Type_commit(&ev));
+    for (int late = 0; late < 2; late++) {
+        for (i = 0; i < M; i++)
+            a[i] = lt_rank * 1e6 + late * 1e5 + i;
+        for (i = 0; i < 2 * M; i++)
+            b[i] = SENT;
+        if (!late) {
+            /* Posted first: the message lands in the layout as it comes. */
+            MPI_OK(MPI_Irecv(b + 1, 1, ev, lt_prev(), 9, MPI_COMM_WORLD, &rq));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+            MPI_OK(MPI_Ssend(a, M, MPI_DOUBLE, lt_next(), 9, MPI_COMM_WORLD));
+            MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        } else {
+            /* Arrived first: held whole until the receive. */
+            MPI_OK(MPI_Isend(a, M, MPI_DOUBLE, lt_next(), 10, MPI_COMM_WORLD, &rq));
+            MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+            lt_sleep_ms(20);
+            MPI_OK(MPI_Recv(b + 1, 1, ev, lt_prev(), 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        }
+        bad = 0;
+        for (i = 0; i < 2 * M; i++) {
+            double want = (i % 2) ? lt_prev() * 1e6 + late * 1e5 + (i - 1) / 2 : SENT;
+            if (b[i] != want)
+                bad++;
+        }
+        CHECK(bad == 0, "medium vector received %s: %ld wrong doubles",
+              late ? "after it arrived" : "before", bad);
+    }
+    MPI_OK(MPI_Type_free(&ev));
+    free(a);
+    free(b);
+}
+
 static void large(void)
 {
     enum { M = 200000 };
@@ -318,6 +362,7 @@ int main(int argc, char **argv)
     columns();
     structs();
     subarrays();
+    medium();
     large();
     collectives();
     return lt_finish();

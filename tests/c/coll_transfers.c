@@ -404,7 +404,7 @@ static void broadcasts(MPI_Comm comm, int call)
     }
 }
 
-/* Allgathers: blocks around the rules (transfers above 64 KiB, or on up to
+/* Allgathers: blocks around the rules (transfers from 16 KiB, or on up to
  * 4 members from 2 KiB), in place every other call, and three
  * nonblocking ones in flight. Member p's block is val(p, 0, i). */
 static void allgathers(MPI_Comm comm, int call)

@@ -6,6 +6,12 @@
  *   probe tcp:       the same over a loopback TCP connection, one byte
  *                    each way, both sides polling as MPI libraries do;
  *                    prints "tcp <one-way us>"
+ *   probe tcp-barrier: 4 processes, pinned round-robin to the CPUs as
+ *                    lanairun pins them, run a barrier over loopback TCP
+ *                    in the fewest messages (3 arrivals at rank 0, 3
+ *                    releases), polling every socket and yielding between
+ *                    polls; prints "tcp-barrier <us per barrier>". It is
+ *                    the floor of bench/compare's barrier-n4/net case.
  * Each figure is the best of 5 batches. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -116,10 +122,101 @@ static double tcp(int rounds)
     return best;
 }
 
+enum { BARRIER_RANKS = 4 };
+
+/* A connected loopback pair with Nagle off, as every MPI library sets it. */
+static int tcp_pair(int *a, int *b)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    if (l < 0 || bind(l, (void *)&sa, sl) || getsockname(l, (void *)&sa, &sl) || listen(l, 1))
+        return -1;
+    *a = socket(AF_INET, SOCK_STREAM, 0);
+    if (*a < 0 || connect(*a, (void *)&sa, sl) || (*b = accept(l, NULL, NULL)) < 0)
+        return -1;
+    close(l);
+    setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return 0;
+}
+
+/* Whether a byte has come on s, without waiting for one. */
+static int try_get(int s)
+{
+    char c;
+    ssize_t r = recv(s, &c, 1, MSG_DONTWAIT);
+    if (r < 0 && errno != EAGAIN && errno != EINTR)
+        _exit(1);
+    return r == 1;
+}
+
+/* One barrier as rank me of BARRIER_RANKS, fd[j] being its socket to j.
+ * A waiting rank yields between polls: on a machine with fewer cores than
+ * ranks that hands the core to the rank it waits for (spinning longer or
+ * sleeping in recv were both slower here). */
+static void tcp_barrier_once(int me, const int *fd)
+{
+    char c = 'x';
+    if (me == 0) {
+        int got = 0, from[BARRIER_RANKS] = {0};
+        while (got < BARRIER_RANKS - 1) {
+            for (int j = 1; j < BARRIER_RANKS; j++)
+                if (!from[j] && try_get(fd[j]))
+                    from[j] = 1, got++;
+            if (got < BARRIER_RANKS - 1)
+                sched_yield();
+        }
+        for (int j = 1; j < BARRIER_RANKS; j++)
+            if (write(fd[j], &c, 1) != 1)
+                _exit(1);
+    } else {
+        if (write(fd[0], &c, 1) != 1)
+            _exit(1);
+        while (!try_get(fd[0]))
+            sched_yield();
+    }
+}
+
+static double tcp_barrier(int rounds)
+{
+    int fd[BARRIER_RANKS][BARRIER_RANKS];
+    for (int i = 0; i < BARRIER_RANKS; i++)
+        for (int j = i + 1; j < BARRIER_RANKS; j++)
+            if (tcp_pair(&fd[i][j], &fd[j][i]))
+                return -1;
+    double *best = mmap(NULL, sizeof *best, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (best == MAP_FAILED)
+        return -1;
+    *best = 1e30;
+    for (int me = 0; me < BARRIER_RANKS; me++) {
+        if (fork() != 0)
+            continue;
+        pin(me);
+        for (int i = 0; i < rounds / 10; i++)
+            tcp_barrier_once(me, fd[me]);
+        for (int b = 0; b < 5; b++) {
+            double t0 = now_us();
+            for (int i = 0; i < rounds; i++)
+                tcp_barrier_once(me, fd[me]);
+            double t = (now_us() - t0) / rounds;
+            if (me == 0 && t < *best)
+                *best = t;
+        }
+        _exit(0);
+    }
+    int status, ok = 1;
+    while (wait(&status) > 0)
+        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return ok ? *best : -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "cacheline";
-    double us = !strcmp(what, "tcp") ? tcp(4000) : cacheline(200000);
+    double us = !strcmp(what, "tcp")           ? tcp(4000)
+                : !strcmp(what, "tcp-barrier") ? tcp_barrier(4000)
+                                               : cacheline(200000);
     if (us < 0) {
         perror(what);
         return 1;

@@ -1,19 +1,20 @@
 /* Collectives that go as point-to-point transfers between the callers'
- * buffers (engine/transfers.rs). All-to-alls: blocks from empty to past the TCP eager
- * limit and the single-copy threshold, alltoallv with uneven and empty
- * blocks at scattered displacements, alltoallw with a strided datatype
- * (staged, yet the same path on every rank), several nonblocking ones in
- * flight completed last first, the program's own wildcard receives
- * running meanwhile on the same communicator (they must never see the
- * collective's transfers), MPI_IN_PLACE, and a split communicator.
+ * buffers (engine/transfers.rs). All-to-alls: blocks from empty to past
+ * the TCP eager limit and the single-copy threshold, alltoallv with uneven
+ * and empty blocks at scattered displacements, alltoallw with a strided
+ * datatype (staged, yet the same path on every rank), several nonblocking
+ * ones in flight completed last first, the program's own wildcard
+ * receives running meanwhile on the same communicator (they must never
+ * see the collective's transfers), MPI_IN_PLACE, and a split communicator.
  * Gathers and scatters: blocks around the threshold and past the eager
  * and single-copy limits, every root, in place at the root, a strided
  * type on the non-roots against bytes at the root, nonblocking ones in
- * flight. Broadcasts from 64 KiB down a binomial tree of transfers: sizes
- * around the threshold and past the limits, every root, a strided type,
- * several in flight. Allgathers past 64 KiB (and on up to 4 members from
- * 2 KiB), in place, several in flight. Every received byte is checked
- * against a value computed here.
+ * flight; gatherv, scatterv and allgatherv with uneven and empty blocks
+ * in a gapped layout. Broadcasts from 64 KiB down a binomial tree of
+ * transfers: sizes around the threshold and past the limits, every root,
+ * a strided type, several in flight. Allgathers past 64 KiB (and on up to
+ * 4 members from 2 KiB), in place, several in flight. Every received byte
+ * is checked against a value computed here.
  * usage: coll_transfers [rounds] */
 #include "lt.h"
 
@@ -404,6 +405,113 @@ static void broadcasts(MPI_Comm comm, int call)
     }
 }
 
+/* Gatherv, scatterv and allgatherv: uneven blocks from empty to past the
+ * eager and single-copy limits, laid out in reverse rank order with gaps
+ * that must stay untouched, several roots, in place, and one of each in
+ * flight at once. Member p's block in call c is val(p, c, i). */
+static long v_layout(int size, int c, int *cnt, int *dis)
+{
+    long at = 0;
+    for (int p = size - 1; p >= 0; p--) {
+        cnt[p] = ((p * 5 + c) % 4) * 23000 + p % 3;
+        dis[p] = (int)at;
+        at += cnt[p] + 5;
+    }
+    return at;
+}
+
+static void v_fill(unsigned char *b, int p, int n, int c)
+{
+    for (long i = 0; i < n; i++)
+        b[i] = val(p, c, i, c);
+}
+
+/* `all` holds every member's block where `dis` puts it, and 0xee between. */
+static void check_v(const unsigned char *all, int size, const int *cnt, const int *dis, long ext,
+                    int c, const char *what)
+{
+    unsigned char *want = malloc(ext);
+    memset(want, 0xee, ext);
+    for (int p = 0; p < size; p++)
+        v_fill(want + dis[p], p, cnt[p], c);
+    for (long i = 0; i < ext; i++)
+        if (all[i] != want[i]) {
+            CHECK(0, "%s: byte %ld: %d, want %d", what, i, all[i], want[i]);
+            break;
+        }
+    free(want);
+}
+
+static void check_mine(const unsigned char *b, int me, int n, int c, const char *what)
+{
+    for (long i = 0; i < n; i++)
+        if (b[i] != val(me, c, i, c)) {
+            CHECK(0, "%s: byte %ld of %d: %d, want %d", what, i, n, b[i], val(me, c, i, c));
+            break;
+        }
+}
+
+static void rooted_v(MPI_Comm comm, int call)
+{
+    int me, size;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    int *cnt = malloc(sizeof(int) * size), *dis = malloc(sizeof(int) * size);
+    for (int k = 0; k < 4; k++) {
+        int c = call * 16 + k, root = (call + k) % size, in_place = k % 2;
+        int ip = in_place && me == root;
+        long ext = v_layout(size, c, cnt, dis);
+        unsigned char *one = malloc(cnt[me] + 1), *all = malloc(ext);
+        v_fill(one, me, cnt[me], c);
+        memset(all, 0xee, ext);
+        if (ip)
+            v_fill(all + dis[me], me, cnt[me], c);
+        MPI_OK(MPI_Gatherv(ip ? MPI_IN_PLACE : one, cnt[me], MPI_BYTE, all, cnt, dis, MPI_BYTE, root, comm));
+        if (me == root)
+            check_v(all, size, cnt, dis, ext, c, in_place ? "gatherv in place" : "gatherv");
+        /* The root sends the blocks it gathered back out. */
+        memset(one, 0xee, cnt[me] + 1);
+        MPI_OK(MPI_Scatterv(all, cnt, dis, MPI_BYTE, ip ? MPI_IN_PLACE : one, cnt[me], MPI_BYTE, root, comm));
+        check_mine(ip ? all + dis[me] : one, me, cnt[me], c, in_place ? "scatterv in place" : "scatterv");
+        CHECK(ip || one[cnt[me]] == 0xee, "scatterv wrote past %d bytes", cnt[me]);
+        v_fill(one, me, cnt[me], c);
+        memset(all, 0xee, ext);
+        if (in_place)
+            v_fill(all + dis[me], me, cnt[me], c);
+        MPI_OK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : one, cnt[me], MPI_BYTE, all, cnt, dis, MPI_BYTE, comm));
+        check_v(all, size, cnt, dis, ext, c, in_place ? "allgatherv in place" : "allgatherv");
+        free(one);
+        free(all);
+    }
+    /* One of each in flight, to different roots. */
+    int c = call * 16 + 9;
+    long ext = v_layout(size, c, cnt, dis);
+    unsigned char *one = malloc(cnt[me] + 1), *got = malloc(cnt[me] + 1);
+    unsigned char *g = malloc(ext), *s = malloc(ext), *a = malloc(ext);
+    v_fill(one, me, cnt[me], c);
+    memset(g, 0xee, ext);
+    memset(a, 0xee, ext);
+    memset(s, 0xee, ext);
+    for (int p = 0; p < size; p++)
+        v_fill(s + dis[p], p, cnt[p], c);
+    MPI_Request req[3];
+    MPI_OK(MPI_Igatherv(one, cnt[me], MPI_BYTE, g, cnt, dis, MPI_BYTE, 0, comm, &req[0]));
+    MPI_OK(MPI_Iscatterv(s, cnt, dis, MPI_BYTE, got, cnt[me], MPI_BYTE, size - 1, comm, &req[1]));
+    MPI_OK(MPI_Iallgatherv(one, cnt[me], MPI_BYTE, a, cnt, dis, MPI_BYTE, comm, &req[2]));
+    MPI_OK(MPI_Waitall(3, req, MPI_STATUSES_IGNORE));
+    if (me == 0)
+        check_v(g, size, cnt, dis, ext, c, "igatherv");
+    check_mine(got, me, cnt[me], c, "iscatterv");
+    check_v(a, size, cnt, dis, ext, c, "iallgatherv");
+    free(one);
+    free(got);
+    free(g);
+    free(s);
+    free(a);
+    free(cnt);
+    free(dis);
+}
+
 /* Allgathers: blocks around the rules (transfers from 16 KiB, or on up to
  * 4 members from 2 KiB), in place every other call, and three
  * nonblocking ones in flight. Member p's block is val(p, 0, i). */
@@ -464,6 +572,7 @@ int main(int argc, char **argv)
         in_place(comm, call);
         rooted(comm, call);
         rooted_mixed(comm, call);
+        rooted_v(comm, call);
         broadcasts(comm, call);
         allgathers(comm, call);
     }

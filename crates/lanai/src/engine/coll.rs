@@ -1008,7 +1008,9 @@ impl Engine {
             Err(data) => data,
         };
         if let (Source::User(buf), true) = (&data, data.len() >= TRANSFER_MIN) {
-            return self.start_gather_transfers(comm, *buf, out, root);
+            let (_, size) = self.rank_size(comm)?;
+            let blocks = Layout::uniform(size, buf.len()).map_err(coll_err)?;
+            return self.start_gather_transfers(comm, *buf, out, &blocks, root);
         }
         let (rank, size) = self.rank_size(comm)?;
         let m = lanai_coll::Gather::new(rank, size, root, data.into_vec()).map_err(coll_err)?;
@@ -1016,19 +1018,19 @@ impl Engine {
     }
 
     /// Gather into the blocks `recv` of the root's `out` (`recv` read only
-    /// on the root, where `out` is `Some`).
+    /// on the root, where `out` is `Some`), as transfers at every size:
+    /// only the root knows every block's size, so no member could choose
+    /// a path by them that the others would follow, and a linear gather is
+    /// one message per member either way.
     pub fn igatherv(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         recv: &Layout,
         out: Option<UserBuf>,
         root: u32,
     ) -> MpiResult<usize> {
-        let (rank, size) = self.rank_size(comm)?;
-        let m = lanai_coll::Gatherv::new(rank, size, root, data, recv).map_err(coll_err)?;
-        let out = out.map(|b| CollOut::blocks(b, recv));
-        self.start_coll_to(comm, Box::new(m), out)
+        self.start_gather_transfers(comm, data, out, recv, root)
     }
 
     /// Scatter of `block`-byte blocks from the root's `data` (empty elsewhere).
@@ -1049,7 +1051,9 @@ impl Engine {
             Err(data) => data,
         };
         if let (Source::User(buf), true) = (&data, block >= TRANSFER_MIN) {
-            return self.start_scatter_transfers(comm, *buf, block, out, root);
+            let (_, size) = self.rank_size(comm)?;
+            let blocks = Layout::uniform(size, block).map_err(coll_err)?;
+            return self.start_scatter_transfers(comm, *buf, &blocks, out, root);
         }
         let data = data.into_vec();
         let (rank, size) = self.rank_size(comm)?;
@@ -1057,21 +1061,18 @@ impl Engine {
         self.start_coll(comm, Box::new(m), out)
     }
 
-    /// Scatter of the blocks `send` of the root's `data`; each rank receives
-    /// `recv_len` bytes into `out`.
+    /// Scatter of the blocks `send` of the root's `data` (read at the root
+    /// only) into each member's `out` (`None` at an in-place root), as
+    /// transfers at every size, for the reason [`Engine::igatherv`] gives.
     pub fn iscatterv(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: UserBuf,
         send: &Layout,
-        recv_len: usize,
         out: Option<UserBuf>,
         root: u32,
     ) -> MpiResult<usize> {
-        let (rank, size) = self.rank_size(comm)?;
-        let m =
-            lanai_coll::Scatterv::new(rank, size, root, data, send, recv_len).map_err(coll_err)?;
-        self.start_coll(comm, Box::new(m), out)
+        self.start_scatter_transfers(comm, data, send, out, root)
     }
 
     /// Allgather of equal blocks into `out` (all blocks in rank order).
@@ -1110,37 +1111,38 @@ impl Engine {
         self.start_coll(comm, Box::new(m), Some(out))
     }
 
-    /// Allgather into the blocks `recv` of `out`.
+    /// Allgather into the blocks `recv` of `out`: through the barrier
+    /// device when every block is small, else as transfers when the mean
+    /// block would make an allgather go so (every member knows every
+    /// count), else round the message machine's ring.
     pub fn iallgatherv(
         &mut self,
         comm: usize,
-        data: Vec<u8>,
+        data: Source,
         recv: &Layout,
         out: UserBuf,
         blocking: bool,
     ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
+        recv.check_size(size).map_err(coll_err)?;
+        let len = data.len();
         let largest = recv.counts().iter().copied().max().unwrap_or(0);
-        if recv.counts().len() == size as usize && self.may_ride(comm, largest, blocking)? {
-            let len = data.len();
-            if recv.counts()[rank as usize] != len {
-                return Err(MpiError::new(
-                    crate::abi::consts::MPI_ERR_TRUNCATE,
-                    format!(
-                        "this rank sends {len} bytes but its receive counts give it {}",
-                        recv.counts()[rank as usize]
-                    ),
-                ));
-            }
+        if self.may_ride(comm, largest, blocking)? {
             let blocks = Blocks::Listed(recv.clone());
             let riding = Riding {
                 kind: riding::Kind::Allgather { blocks },
                 len,
                 out,
             };
-            return self.ride(comm, Source::Owned(data), riding, blocking);
+            return self.ride(comm, data, riding, blocking);
         }
-        let m = lanai_coll::Allgatherv::new(rank, size, data, recv).map_err(coll_err)?;
+        let mean = recv.counts().iter().sum::<usize>() / size as usize;
+        if let (Source::User(buf), true) = (&data, allgather_as_transfers(size, mean)) {
+            // Every member's block goes to every other, from where it lies.
+            let send = Layout::new(vec![len; size as usize], vec![0; size as usize]);
+            return self.start_exchange(comm, *buf, &send.map_err(coll_err)?, out, recv);
+        }
+        let m = lanai_coll::Allgatherv::new(rank, size, data.into_vec(), recv).map_err(coll_err)?;
         self.start_coll_to(comm, Box::new(m), Some(CollOut::blocks(out, recv)))
     }
 

@@ -27,7 +27,7 @@
 //! scatter and `MPI_IN_PLACE` (all or nothing for an all-to-all) are the
 //! same everywhere.
 
-use super::coll::coll_status;
+use super::coll::{coll_err, coll_status};
 use super::error::{MpiError, MpiResult};
 use super::p2p::Ctx;
 use super::request::{Op, SendMode};
@@ -115,17 +115,17 @@ fn block_of(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
     })
 }
 
-/// A rooted collective's legs at the root: block `p` of `buf`
-/// (`block` bytes each) with every member `p` but the root, from the
+/// A rooted collective's legs at the root: block `p` of `buf`, as
+/// `blocks` lays them out, with every member `p` but the root, from the
 /// root's right-hand neighbour on.
-fn others_blocks(buf: &UserBuf, block: usize, root: u32, size: u32) -> MpiResult<Vec<Leg>> {
+fn others_blocks(buf: &UserBuf, blocks: &Layout, root: u32, size: u32) -> MpiResult<Vec<Leg>> {
+    blocks.check_size(size).map_err(coll_err)?;
     (1..size)
         .map(|s| (root + s) % size)
         .map(|p| {
-            let at = p as usize * block;
             Ok(Leg {
                 peer: p,
-                buf: block_of(buf, at..at + block)?,
+                buf: block_of(buf, blocks.block(p))?,
             })
         })
         .collect()
@@ -147,7 +147,7 @@ impl Engine {
         send_blocks
             .check_size(size)
             .and_then(|()| recv_blocks.check_size(size))
-            .map_err(super::coll::coll_err)?;
+            .map_err(coll_err)?;
         let mut recvs = Vec::with_capacity(size as usize);
         let mut sends = Vec::with_capacity(size as usize);
         for s in 1..size {
@@ -201,17 +201,18 @@ impl Engine {
         self.start_transfers(comm, &recvs, None, children, Sends::AfterRecvs)
     }
 
-    /// Gather of `block`-byte blocks: the root receives member `p`'s
-    /// into block `p` of `out` (`Some` at the root only).
+    /// Gather(v): the root receives member `p`'s bytes into block `p` of
+    /// `out`, as `blocks` lays them out (`out` is `Some` and `blocks` read
+    /// at the root only).
     pub(super) fn start_gather_transfers(
         &mut self,
         comm: usize,
         data: UserBuf,
         out: Option<UserBuf>,
+        blocks: &Layout,
         root: u32,
     ) -> MpiResult<usize> {
         let (rank, size) = self.rank_size(comm)?;
-        let block = data.len();
         let Some(out) = out.filter(|_| rank == root) else {
             let to_root = vec![Leg {
                 peer: root,
@@ -220,19 +221,19 @@ impl Engine {
             // Every member sends to the root at once.
             return self.start_transfers(comm, &[], None, to_root, Sends::FanIn);
         };
-        let recvs = others_blocks(&out, block, root, size)?;
-        let mine = root as usize * block;
-        let own = (data, block_of(&out, mine..mine + block)?);
+        let recvs = others_blocks(&out, blocks, root, size)?;
+        let own = (data, block_of(&out, blocks.block(root))?);
         self.start_transfers(comm, &recvs, Some(own), Vec::new(), Sends::Now)
     }
 
-    /// Scatter of `block`-byte blocks of the root's `data`: member `p`
-    /// receives block `p` into `out` (`None` at an in-place root).
+    /// Scatter(v) of the root's `data`, as `blocks` lays it out: member
+    /// `p` receives block `p` into `out` (`None` at an in-place root;
+    /// `data` and `blocks` read at the root only).
     pub(super) fn start_scatter_transfers(
         &mut self,
         comm: usize,
         data: UserBuf,
-        block: usize,
+        blocks: &Layout,
         out: Option<UserBuf>,
         root: u32,
     ) -> MpiResult<usize> {
@@ -245,10 +246,12 @@ impl Engine {
             }];
             return self.start_transfers(comm, &from_root, None, Vec::new(), Sends::Now);
         }
-        let sends = others_blocks(&data, block, root, size)?;
-        let mine = root as usize * block;
+        let sends = others_blocks(&data, blocks, root, size)?;
+        let mine = block_of(&data, blocks.block(root))?;
+        // A receive buffer longer than the root's own block takes it at
+        // its start, as a receive would.
         let own = out
-            .map(|o| Ok((block_of(&data, mine..mine + block)?, o)))
+            .map(|o| Ok((mine, block_of(&o, 0..mine.len())?)))
             .transpose()?;
         self.start_transfers(comm, &[], own, sends, Sends::Now)
     }

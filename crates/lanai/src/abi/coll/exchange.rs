@@ -3,7 +3,7 @@
 
 use super::{
     array, block_bytes, bytes_buf, comm_info, in_place, layout_v, layout_w, not_in_place, same_len,
-    send_data, slice_of,
+    slice_of,
 };
 use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
@@ -160,12 +160,13 @@ unsafe fn allgatherv(
     // SAFETY: the receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
-        slice_of(&out, recv.block(rank))?
+        Source::Owned(slice_of(&out, recv.block(rank))?)
     } else {
-        // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+        // SAFETY: the send buffer, valid and unchanged until completion.
+        let buf = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
+        same_len(buf.len(), recv.block(rank).len())?;
+        Source::User(buf)
     };
-    same_len(data.len(), recv.block(rank).len())?;
     e.iallgatherv(ci, data, &recv, out, blocking)
 }
 

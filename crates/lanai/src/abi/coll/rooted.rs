@@ -2,7 +2,6 @@
 
 use super::{
     block_bytes, bytes_buf, check_root, comm_info, in_place, layout_v, not_in_place, same_len,
-    send_data, slice_of,
 };
 use crate::abi::consts as c;
 use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request};
@@ -175,7 +174,7 @@ unsafe fn gatherv(
             return Err(only_at_root());
         }
         // SAFETY: the send buffer, per the contract.
-        let data = unsafe { send_data(sendbuf, sendcount, sendtype)? };
+        let data = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
         return e.igatherv(ci, data, &Layout::default(), None, root);
     }
     not_in_place(recvbuf, "the receive buffer")?;
@@ -190,10 +189,11 @@ unsafe fn gatherv(
     // SAFETY: the root's receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
-        slice_of(&out, recv.block(rank))?
+        out.range(recv.block(rank))
+            .ok_or_else(|| MpiError::internal("in-place block outside the receive buffer"))?
     } else {
         // SAFETY: the send buffer, per the contract.
-        unsafe { send_data(sendbuf, sendcount, sendtype)? }
+        unsafe { user_buf(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), recv.block(rank).len())?;
     e.igatherv(ci, data, &recv, Some(out), root)
@@ -476,8 +476,7 @@ unsafe fn scatterv(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
-        let len = out.len();
-        return e.iscatterv(ci, Vec::new(), &Layout::default(), len, Some(out), root);
+        return e.iscatterv(ci, UserBuf::EMPTY, &Layout::default(), Some(out), root);
     }
     not_in_place(
         sendbuf,
@@ -492,13 +491,11 @@ unsafe fn scatterv(
     };
     let send = layout_v(counts, displs, sendtype)?;
     // SAFETY: the root's send buffer covers every block.
-    let data = unsafe { bytes_buf(sendbuf, send.extent())? }
-        .as_slice()
-        .to_vec();
+    let data = unsafe { bytes_buf(sendbuf, send.extent())? };
     let mine = send.block(rank).len();
     // SAFETY: the root's receive buffer, per the contract.
     let out = unsafe { root_recv(recvbuf, recvcount, recvtype, mine)? };
-    e.iscatterv(ci, data, &send, mine, out, root)
+    e.iscatterv(ci, data, &send, out, root)
 }
 
 /// Scatterv, blocking or not, with the buffers staged for derived types

@@ -10,7 +10,8 @@ strided type, nonblocking ones in flight completed last first while the
 program's wildcard receives run on the same communicator, MPI_IN_PLACE (the
 message machine), a split communicator; gathers and scatters around the
 threshold, every root, in place, a strided type at the non-roots, several
-in flight; broadcasts around the threshold and past the eager and
+in flight; gatherv, scatterv and allgatherv with uneven and empty blocks
+in a gapped layout, in place and in flight; broadcasts around the threshold and past the eager and
 single-copy limits, every root, a strided type, several in flight. LANAI_STATS counts them, so the runs also show the path taken.
 """
 

@@ -5,8 +5,9 @@
 //! barrier device and the staging slots do not take it, on one node or
 //! across nodes, except `MPI_IN_PLACE`, whose send data the receives
 //! would overwrite; gather and scatter from [`TRANSFER_MIN`] bytes per
-//! block, the root receiving or sending one block per member; broadcasts
-//! from [`BCAST_TRANSFER_MIN`], down a binomial tree.
+//! block, and gatherv and scatterv at every size, the root receiving or
+//! sending one block per member; allgathers as [`allgather_as_transfers`]
+//! says; broadcasts from [`BCAST_TRANSFER_MIN`], down a binomial tree.
 //!
 //! These collectives are one round of independent transfers (gather and
 //! scatter linear, not a tree, at these sizes), so a machine has nothing

@@ -40,6 +40,16 @@ def test_coll_more(lanai_exe, nranks, nodes):
     assert_clean(result)
 
 
+@pytest.mark.parametrize("nranks,nodes", [(2, 1), (5, 2), (7, 3)])
+def test_coll_more_scans_by_recursive_doubling(lanai_exe, nranks, nodes):
+    result = run_job(
+        lanairun_argv(lanai_exe, nranks, nodes), lanai_exe,
+        env_extra={"LANAI_SCAN": "recursive_doubling"},
+    )
+    assert_passed(result, NAME)
+    assert_clean(result)
+
+
 @pytest.mark.mpich
 def test_coll_more_mpich_binary(mpich_exe):
     env = dict(lib_env(), LANAI_STATS="1")

@@ -3,7 +3,7 @@ and topo_*.c programs on Lanai at 1-8 ranks over 1-3 emulated nodes, an
 mpicc.mpich-built copy on Lanai, and the same copy on real MPICH (which
 checks the programs themselves).
 
-userop also runs with every allreduce algorithm forced, since a
+userop also runs with every allreduce and scan algorithm forced, since a
 non-commutative operation catches any algorithm that reorders operands.
 """
 
@@ -51,12 +51,30 @@ def test_userop_every_allreduce_algorithm(ot_lanai, algo, nranks):
     assert_clean(result)
 
 
+@pytest.mark.parametrize("algo", ["chain", "recursive_doubling"])
+@pytest.mark.parametrize("nranks,nodes", [(1, 1), (3, 1), (5, 3), (6, 2), (8, 4)])
+def test_userop_scans_by_every_algorithm(ot_lanai, algo, nranks, nodes):
+    exe = ot_lanai["userop"]
+    result = run_job(lanairun_argv(exe, nranks, nodes), exe, env_extra={"LANAI_SCAN": algo})
+    assert_passed(result, "userop")
+    assert_clean(result)
+
+
 @pytest.mark.mpich
 @pytest.mark.parametrize("prog", PROGRAMS)
 def test_ops_topo_mpich_build_on_lanai(ot_mpich, prog):
     exe = ot_mpich[prog]
     result = run_job(lanairun_argv(exe, 4, 2), exe, env_extra=lib_env())
     assert_passed(result, prog)
+    assert_clean(result)
+
+
+@pytest.mark.parametrize("algo", ["chain", "recursive_doubling"])
+@pytest.mark.parametrize("nranks,nodes", [(1, 1), (3, 1), (5, 3), (6, 2), (8, 4)])
+def test_userop_scans_by_every_algorithm(ot_lanai, algo, nranks, nodes):
+    exe = ot_lanai["userop"]
+    result = run_job(lanairun_argv(exe, nranks, nodes), exe, env_extra={"LANAI_SCAN": algo})
+    assert_passed(result, "userop")
     assert_clean(result)
 
 

@@ -57,5 +57,5 @@ pub use reduce::{
 };
 pub use reduce_flat::FlatReduce;
 pub use reduce_scatter::{ReduceScatter, ReduceScatterBlock};
-pub use scan::{Exscan, Scan};
+pub use scan::{Exscan, Scan, ScanAlgo};
 pub use scatter::{Scatter, Scatterv};

@@ -8,8 +8,8 @@ use lanai_coll::sim::{
 use lanai_coll::{
     allreduce, bcast, Allgather, AllgatherAlgo, Allgatherv, AllreduceAlgo, Alltoall, Alltoallv,
     BcastAlgo, CollError, Collective, Combine, Elem, Exscan, Gather, Gatherv, Layout, Op, OpError,
-    Predefined, Rabenseifner, ReduceScatter, ReduceScatterBlock, RingAllreduce, Scan, Scatter,
-    ScatterAllgather, Scatterv,
+    Predefined, Rabenseifner, ReduceScatter, ReduceScatterBlock, RingAllreduce, Scan, ScanAlgo,
+    Scatter, ScatterAllgather, Scatterv,
 };
 
 type Boxed = Box<dyn Collective>;
@@ -574,6 +574,60 @@ fn scan_and_exscan_fold_left_in_rank_order() {
     }
     // Guard: this data tells a left fold from the tree grouping.
     assert_ne!(enc_f64(&left_sum(7, 3)), enc_f64(&tree_sum(0, 8, 3)));
+}
+
+#[test]
+fn scan_and_exscan_by_recursive_doubling_keep_rank_order() {
+    let algo = ScanAlgo::RecursiveDoubling;
+    for &size in SIZES {
+        // One message per rank per round whose partner exists.
+        let rounds = |r: u32| {
+            (0..32)
+                .map(|b| 1u64 << b)
+                .take_while(|&m| m < u64::from(size))
+                .filter(|&m| (u64::from(r) ^ m) < u64::from(size))
+                .count() as u64
+        };
+        let msgs: u64 = (0..size).map(rounds).sum();
+        // A non-commutative operation: any fold out of rank order shows.
+        let mut make =
+            |r| Scan::with(r, size, enc_affine(r, 2), Affine, algo).map(|m| Box::new(m) as Boxed);
+        for_all_schedules(size, &mut make, &mut |out| {
+            count_msgs(out, msgs, "scan");
+            for r in 0..size {
+                assert_eq!(
+                    out.results[r as usize],
+                    Some(affine_expected(0..r + 1, 2)),
+                    "P={size}"
+                );
+            }
+        });
+        let mut make =
+            |r| Exscan::with(r, size, enc_affine(r, 2), Affine, algo).map(|m| Box::new(m) as Boxed);
+        for_all_schedules(size, &mut make, &mut |out| {
+            count_msgs(out, msgs, "exscan");
+            assert_eq!(out.results[0], None);
+            for r in 1..size {
+                assert_eq!(
+                    out.results[r as usize],
+                    Some(affine_expected(0..r, 2)),
+                    "P={size}"
+                );
+            }
+        });
+        let mut make = |r| {
+            Exscan::with(r, size, enc_i64(&ints(r, 4)), i64_sum(), algo)
+                .map(|m| Box::new(m) as Boxed)
+        };
+        for_all_schedules(size, &mut make, &mut |out| {
+            for r in 1..size {
+                assert_eq!(out.results[r as usize], Some(enc_i64(&int_sum(0..r, 4))));
+            }
+        });
+    }
+    assert_eq!("recursive_doubling".parse::<ScanAlgo>().ok(), Some(algo));
+    assert_eq!("chain".parse::<ScanAlgo>().ok(), Some(ScanAlgo::Chain));
+    assert!("ring".parse::<ScanAlgo>().is_err());
 }
 
 // ---------------------------------------------------------------- bcast

@@ -116,6 +116,68 @@ static void truncation(void)
     MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
 }
 
+/* A member that sends more than its block holds: the member receiving
+ * it gets MPI_ERR_TRUNCATE from the collective, nothing is written past
+ * the block, the others succeed, and the job goes on. */
+static void collective_truncation(void)
+{
+    int n = lt_size, i, sb[8], rb[8 * 9], sc[8], counts[8], displs[8], rc;
+    if (n < 2 || n > 8)
+        return;
+    for (i = 0; i < 8; i++)
+        sb[i] = 10 * lt_rank + i;
+    for (i = 0; i < n; i++)
+        counts[i] = 3, displs[i] = 4 * i, sc[i] = i == 1 ? 5 : 3;
+    for (i = 0; i < 8 * 9; i++)
+        rb[i] = -1;
+    /* Gatherv: rank 1 sends 5 ints into its 3-int block at the root. */
+    rc = MPI_Gatherv(sb, lt_rank == 1 ? 5 : 3, MPI_INT, rb, counts, displs, MPI_INT, 0,
+                     MPI_COMM_WORLD);
+    if (lt_rank == 0) {
+        expect_class(rc, MPI_ERR_TRUNCATE, "Gatherv receiving 5 ints into 3");
+        CHECK(rb[7] == -1, "Gatherv wrote past rank 1's block: %d", rb[7]);
+        for (i = 0; i < 3; i++)
+            CHECK(n < 3 || rb[8 + i] == 20 + i, "Gatherv rank 2's block [%d] = %d", i, rb[8 + i]);
+    } else {
+        CHECK(rc == MPI_SUCCESS, "Gatherv at a sender: returned %d", rc);
+    }
+    /* Scatterv: the root sends rank 1 five ints; it receives three. */
+    for (i = 0; i < 8 * 9; i++)
+        rb[i] = i;
+    for (i = 0; i < n; i++)
+        displs[i] = 5 * i;
+    for (i = 0; i < 8; i++)
+        sb[i] = -1;
+    rc = MPI_Scatterv(rb, sc, displs, MPI_INT, sb, 3, MPI_INT, 0, MPI_COMM_WORLD);
+    if (lt_rank == 1) {
+        expect_class(rc, MPI_ERR_TRUNCATE, "Scatterv receiving 5 ints into 3");
+        CHECK(sb[3] == -1, "Scatterv wrote past the receive buffer: %d", sb[3]);
+    } else {
+        CHECK(rc == MPI_SUCCESS, "Scatterv elsewhere: returned %d", rc);
+    }
+    /* Alltoallv: rank 0 sends rank 1 four ints where rank 1 expects two. */
+    int scount[8], sdis[8], rcount[8], rdis[8];
+    for (i = 0; i < n; i++) {
+        scount[i] = lt_rank == 0 && i == 1 ? 4 : 2;
+        rcount[i] = 2;
+        sdis[i] = 4 * i;
+        rdis[i] = 4 * i;
+    }
+    int a[32], b[32];
+    for (i = 0; i < 32; i++)
+        a[i] = lt_rank, b[i] = -1;
+    rc = MPI_Alltoallv(a, scount, sdis, MPI_INT, b, rcount, rdis, MPI_INT, MPI_COMM_WORLD);
+    if (lt_rank == 1) {
+        expect_class(rc, MPI_ERR_TRUNCATE, "Alltoallv receiving 4 ints into 2");
+        CHECK(b[2] == -1, "Alltoallv wrote past rank 0's block: %d", b[2]);
+    } else {
+        CHECK(rc == MPI_SUCCESS, "Alltoallv elsewhere: returned %d", rc);
+    }
+    int one = 1, sum = 0;
+    MPI_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum == n, "allreduce after the truncations: %d", sum);
+}
+
 /* A completion call raises a request's error on the request's
  * communicator: its handler runs, not the world's (nor self's). Open MPI
  * does so for every completion call (the first failed request's); MPICH
@@ -298,6 +360,7 @@ int main(int argc, char **argv)
     CHECK(eh == MPI_ERRORS_RETURN, "errhandler not ERRORS_RETURN after set");
     argument_errors();
     truncation();
+    collective_truncation();
     request_handlers();
     error_strings();
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));

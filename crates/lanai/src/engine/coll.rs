@@ -591,6 +591,23 @@ impl Algorithms {
 }
 
 /// Status of a completed collective request: it involved no one message.
+/// The error of a collective whose status carries one: a transfer that
+/// failed (`transfers.rs`), naming the member it came from.
+fn coll_failure(st: &Status) -> MpiError {
+    use crate::abi::consts as c;
+    let from = st.source;
+    match st.error {
+        c::MPI_ERR_TRUNCATE => MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!(
+                "rank {from} sent more bytes than its block here holds: the members' counts or \
+                 datatypes disagree"
+            ),
+        ),
+        class => MpiError::new(class, format!("a transfer with rank {from} failed")),
+    }
+}
+
 pub(super) fn coll_status() -> Status {
     use crate::abi::consts as c;
     Status {
@@ -792,8 +809,12 @@ impl Engine {
             return Ok(());
         }
         self.wait(req)?;
+        let status = self.st.reqs.get(req).map(|r| r.status);
         self.st.reqs.remove(req);
-        Ok(())
+        match status {
+            Some(st) if st.error != 0 => Err(coll_failure(&st)),
+            _ => Ok(()),
+        }
     }
 
     /// (rank, size) in `comm`.

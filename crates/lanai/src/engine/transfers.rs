@@ -386,8 +386,10 @@ impl Engine {
             let mut status = coll_status();
             for p in x.parts {
                 if let Some(r) = self.st.reqs.get(p) {
-                    if status.error == 0 {
+                    // The first failure, and whom it came from.
+                    if status.error == 0 && r.status.error != 0 {
                         status.error = r.status.error;
+                        status.source = r.status.source;
                     }
                 }
                 self.st.reqs.remove(p);

@@ -69,15 +69,6 @@ def test_ops_topo_mpich_build_on_lanai(ot_mpich, prog):
     assert_clean(result)
 
 
-@pytest.mark.parametrize("algo", ["chain", "recursive_doubling"])
-@pytest.mark.parametrize("nranks,nodes", [(1, 1), (3, 1), (5, 3), (6, 2), (8, 4)])
-def test_userop_scans_by_every_algorithm(ot_lanai, algo, nranks, nodes):
-    exe = ot_lanai["userop"]
-    result = run_job(lanairun_argv(exe, nranks, nodes), exe, env_extra={"LANAI_SCAN": algo})
-    assert_passed(result, "userop")
-    assert_clean(result)
-
-
 @pytest.mark.mpich
 @pytest.mark.parametrize("prog", PROGRAMS)
 @pytest.mark.parametrize("nranks", [3, 4])

@@ -590,7 +590,6 @@ impl Algorithms {
     }
 }
 
-/// Status of a completed collective request: it involved no one message.
 /// The error of a collective whose status carries one: a transfer that
 /// failed (`transfers.rs`), naming the member it came from.
 fn coll_failure(st: &Status) -> MpiError {
@@ -608,6 +607,7 @@ fn coll_failure(st: &Status) -> MpiError {
     }
 }
 
+/// Status of a completed collective request: it involved no one message.
 pub(super) fn coll_status() -> Status {
     use crate::abi::consts as c;
     Status {

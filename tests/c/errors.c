@@ -173,6 +173,18 @@ static void collective_truncation(void)
     } else {
         CHECK(rc == MPI_SUCCESS, "Alltoallv elsewhere: returned %d", rc);
     }
+    /* The nonblocking form raises it from MPI_Wait, at the root only. */
+    for (i = 0; i < n; i++)
+        displs[i] = 4 * i;
+    MPI_Request req;
+    MPI_OK(MPI_Igatherv(sb, lt_rank == 1 ? 5 : 3, MPI_INT, rb, counts, displs, MPI_INT, 0,
+                        MPI_COMM_WORLD, &req));
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (lt_rank == 0)
+        expect_class(rc, MPI_ERR_TRUNCATE, "Wait on an Igatherv receiving 5 ints into 3");
+    else
+        CHECK(rc == MPI_SUCCESS, "Wait on an Igatherv at a sender: returned %d", rc);
+    CHECK(req == MPI_REQUEST_NULL, "the failed Igatherv's request is still active");
     int one = 1, sum = 0;
     MPI_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(sum == n, "allreduce after the truncations: %d", sum);

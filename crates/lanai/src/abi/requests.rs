@@ -4,6 +4,7 @@ use super::consts as c;
 use super::consts::{MPI_Request, MPI_Status};
 use super::datatype::staging;
 use super::{call, empty_status, errors, grequest, state, write_status};
+use crate::engine::coll::coll_failure;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::request::{Op, Persistent, Status};
 use crate::engine::Engine;
@@ -80,6 +81,9 @@ fn req_comm(e: &Engine, h: MPI_Request) -> Option<usize> {
 fn status_result(st: &Status) -> MpiResult<()> {
     match st.error {
         c::MPI_SUCCESS => Ok(()),
+        // A collective's (`coll_status`): it names the member whose
+        // transfer did not fit, not a message of the program's.
+        c::MPI_ERR_TRUNCATE if st.tag == c::MPI_ANY_TAG => Err(coll_failure(st)),
         c::MPI_ERR_TRUNCATE => Err(MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(

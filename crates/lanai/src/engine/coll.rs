@@ -592,7 +592,7 @@ impl Algorithms {
 
 /// The error of a collective whose status carries one: a transfer that
 /// failed (`transfers.rs`), naming the member it came from.
-fn coll_failure(st: &Status) -> MpiError {
+pub fn coll_failure(st: &Status) -> MpiError {
     use crate::abi::consts as c;
     let from = st.source;
     match st.error {
@@ -608,6 +608,8 @@ fn coll_failure(st: &Status) -> MpiError {
 }
 
 /// Status of a completed collective request: it involved no one message.
+/// Its `MPI_ANY_TAG`, which no message of the program carries, tells a
+/// failed collective apart when it is waited on ([`coll_failure`]).
 pub(super) fn coll_status() -> Status {
     use crate::abi::consts as c;
     Status {

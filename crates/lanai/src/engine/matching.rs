@@ -153,19 +153,20 @@ impl Matcher {
             self.posted.remove(i);
             return true;
         }
-        let found = self
-            .coll_posted
-            .iter_mut()
-            .find_map(|(k, q)| Some((*k, q.iter().position(|p| p.req == req)?)));
-        let Some((key, i)) = found else {
-            return false;
-        };
-        let q = self.coll_posted.get_mut(&key).expect("found above");
-        q.remove(i);
-        if q.is_empty() {
+        let mut emptied = None;
+        let mut found = false;
+        for (key, q) in self.coll_posted.iter_mut() {
+            if let Some(i) = q.iter().position(|p| p.req == req) {
+                q.remove(i);
+                found = true;
+                emptied = q.is_empty().then_some(*key);
+                break;
+            }
+        }
+        if let Some(key) = emptied {
             self.coll_posted.remove(&key);
         }
-        true
+        found
     }
 
     pub fn posted_len(&self) -> usize {

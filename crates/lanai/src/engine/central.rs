@@ -713,6 +713,10 @@ impl Engine {
             self.central_wake(op.comm, false)?;
         }
         if let Some(r) = &op.riding {
+            let size = self.comms.get(op.comm)?.size as usize;
+            if !r.needs_scratch(size) {
+                return self.central_read(op.comm, op.dev.generation(), r, &mut Vec::new());
+            }
             let mut buf = self.st.colls.take_buf();
             let res = self.central_read(op.comm, op.dev.generation(), r, &mut buf);
             self.st.colls.give_buf(buf);

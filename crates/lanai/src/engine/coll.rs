@@ -1172,7 +1172,7 @@ impl Engine {
         let len = data.len();
         let largest = recv.counts().iter().copied().max().unwrap_or(0);
         if self.may_ride(comm, largest, blocking)? {
-            let blocks = Blocks::Listed(recv.clone());
+            let blocks = Blocks::Listed(Box::new(recv.clone()));
             let riding = Riding {
                 kind: riding::Kind::Allgather { blocks },
                 len,
@@ -1266,7 +1266,7 @@ impl Engine {
             let riding = Riding {
                 kind: riding::Kind::ReduceScatter {
                     op,
-                    blocks: Blocks::Listed(blocks),
+                    blocks: Blocks::Listed(Box::new(blocks)),
                 },
                 len: data.len(),
                 out,

@@ -78,7 +78,9 @@ pub enum Kind {
 pub enum Blocks {
     /// Equal blocks of this many bytes, back to back.
     Equal(usize),
-    Listed(Layout),
+    /// Boxed: every riding collective moves its `Kind` a few times, and
+    /// most are allreduces.
+    Listed(Box<Layout>),
 }
 
 impl Blocks {
@@ -114,6 +116,12 @@ impl Riding {
             Kind::Allgather { blocks } => blocks.block(j).len(),
             _ => self.len,
         }
+    }
+
+    /// Whether [`Riding::finish`] over `members` parts uses its scratch:
+    /// only a fold of three or more.
+    pub(super) fn needs_scratch(&self, members: usize) -> bool {
+        members > 2 && matches!(self.kind, Kind::Allreduce(_) | Kind::ReduceScatter { .. })
     }
 
     /// Reads the parts of generation `gen` from channel `w`, whose members

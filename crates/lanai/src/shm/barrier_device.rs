@@ -56,6 +56,36 @@ fn channel_len(local_size: usize) -> usize {
     (2 + local_size) * LINE + local_size * 2 * DATA_MAX + local_size * MAILBOX
 }
 
+/// Where the device lies in its segment, worked out and checked once: a
+/// device operation looks its channel up on every poll.
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry {
+    base: usize,
+    channels: usize,
+    local_size: usize,
+    /// Offset of channel 0, and the bytes of each channel.
+    chan0: usize,
+    chan_len: usize,
+}
+
+impl Geometry {
+    /// The device at byte `base` of a segment of `seg_len` bytes; `None`
+    /// when it does not fit.
+    pub fn new(seg_len: usize, base: usize, local_size: usize, channels: usize) -> Option<Self> {
+        (channels > 0
+            && local_size > 0
+            && base.is_multiple_of(LINE)
+            && base + device_len(local_size, channels) <= seg_len)
+            .then(|| Self {
+                base,
+                channels,
+                local_size,
+                chan0: base + table_len(channels),
+                chan_len: channel_len(local_size),
+            })
+    }
+}
+
 /// This rank's view of the node's device.
 #[derive(Debug, Clone, Copy)]
 pub struct Device<'a> {
@@ -63,20 +93,26 @@ pub struct Device<'a> {
     base: usize,
     channels: usize,
     local_size: usize,
+    chan0: usize,
+    chan_len: usize,
 }
 
 impl<'a> Device<'a> {
     /// The device at byte `base` of `seg`; `None` when it does not fit.
     pub fn new(seg: &'a Segment, base: usize, local_size: usize, channels: usize) -> Option<Self> {
-        (channels > 0
-            && base.is_multiple_of(LINE)
-            && base + device_len(local_size, channels) <= seg.len())
-        .then_some(Self {
+        Geometry::new(seg.len(), base, local_size, channels).map(|g| Self::at(seg, g))
+    }
+
+    /// The device `g` describes, checked against `seg` by [`Geometry::new`].
+    pub fn at(seg: &'a Segment, g: Geometry) -> Self {
+        Self {
             seg,
-            base,
-            channels,
-            local_size,
-        })
+            base: g.base,
+            channels: g.channels,
+            local_size: g.local_size,
+            chan0: g.chan0,
+            chan_len: g.chan_len,
+        }
     }
 
     pub fn channels(&self) -> usize {
@@ -168,15 +204,14 @@ impl<'a> Device<'a> {
         let ch = ch.min(self.channels - 1);
         Channel {
             seg: self.seg,
-            off: self.base + table_len(self.channels) + ch * channel_len(self.local_size),
+            off: self.chan0 + ch * self.chan_len,
             local_size: self.local_size,
         }
     }
 
     /// Channel `ch`'s staging slots, when it has them.
     pub fn stage(&self, ch: usize) -> Option<Stage<'a>> {
-        let base =
-            self.base + table_len(self.channels) + self.channels * channel_len(self.local_size);
+        let base = self.chan0 + self.channels * self.chan_len;
         Stage::new(self.seg, base, self.local_size, self.channels, ch)
     }
 }

@@ -14,7 +14,7 @@
 //! cells it consumed, because payload bytes there could otherwise mimic a
 //! future `seq`. A message never wraps: a pad record fills the ring's end.
 
-use super::barrier_device::{device_len, Device};
+use super::barrier_device::{device_len, Device, Geometry};
 use super::fence;
 use super::Segment;
 use lanai_wire::envelope::{Envelope, ENVELOPE_LEN};
@@ -80,6 +80,8 @@ pub struct ShmNode {
     channels: usize,
     /// Largest payload of one message (fixed by the ring size).
     max_payload: usize,
+    /// Where the barrier device lies, if it has channels.
+    device: Option<Geometry>,
     tx: Vec<Tx>,
     rx: Vec<Rx>,
 }
@@ -108,6 +110,12 @@ impl ShmNode {
                 + local_size * CTRL_BYTES
                 + (from * local_size + to) * (RING_CTRL_BYTES + ring_bytes)
         };
+        let device = Geometry::new(
+            seg.len(),
+            segment_len(local_size, ring_bytes),
+            local_size,
+            channels,
+        );
         Ok(Self {
             seg,
             local_size,
@@ -115,6 +123,7 @@ impl ShmNode {
             cells: (ring_bytes / CELL) as u64,
             channels,
             max_payload: max_payload(ring_bytes),
+            device,
             tx: (0..local_size)
                 .map(|to| Tx {
                     ring: ring(me, to),
@@ -175,9 +184,9 @@ impl ShmNode {
     }
 
     /// The node's central barrier device, if it has channels.
+    #[inline]
     pub fn device(&self) -> Option<Device<'_>> {
-        let base = segment_len(self.local_size, self.cells as usize * CELL);
-        Device::new(&self.seg, base, self.local_size, self.channels)
+        self.device.map(|g| Device::at(&self.seg, g))
     }
 
     /// Counts this rank as attached; true for the last one, which unlinks the name.

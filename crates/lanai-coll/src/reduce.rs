@@ -349,6 +349,15 @@ pub fn fold_in_place<'a, C: Combine + ?Sized>(
     let kernel = op
         .kernel()
         .filter(|_| op.elem_size().is_some_and(|e| e > 0 && len % e == 0));
+    // Two ranks, the commonest case, without the loop's bookkeeping.
+    if n == 2 {
+        let (low, high) = all[..2 * len].split_at_mut(len);
+        match kernel {
+            Some(k) => k(low, high),
+            None => op.combine(low, high)?,
+        }
+        return Ok(high);
+    }
     let mut d = 1;
     while d < n {
         // Subtree v covers [v, v + d), subtree v + d covers

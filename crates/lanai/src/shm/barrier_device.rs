@@ -66,6 +66,8 @@ pub struct Geometry {
     /// Offset of channel 0, and the bytes of each channel.
     chan0: usize,
     chan_len: usize,
+    /// Bytes of each channel's staging area.
+    stage_len: usize,
 }
 
 impl Geometry {
@@ -82,6 +84,7 @@ impl Geometry {
                 local_size,
                 chan0: base + table_len(channels),
                 chan_len: channel_len(local_size),
+                stage_len: super::stage::channel_len(local_size),
             })
     }
 }
@@ -95,6 +98,7 @@ pub struct Device<'a> {
     local_size: usize,
     chan0: usize,
     chan_len: usize,
+    stage_len: usize,
 }
 
 impl<'a> Device<'a> {
@@ -112,6 +116,7 @@ impl<'a> Device<'a> {
             local_size: g.local_size,
             chan0: g.chan0,
             chan_len: g.chan_len,
+            stage_len: g.stage_len,
         }
     }
 
@@ -200,6 +205,7 @@ impl<'a> Device<'a> {
         })
     }
 
+    #[inline]
     pub fn channel(&self, ch: usize) -> Channel<'a> {
         let ch = ch.min(self.channels - 1);
         Channel {
@@ -210,9 +216,17 @@ impl<'a> Device<'a> {
     }
 
     /// Channel `ch`'s staging slots, when it has them.
+    #[inline]
     pub fn stage(&self, ch: usize) -> Option<Stage<'a>> {
         let base = self.chan0 + self.channels * self.chan_len;
-        Stage::new(self.seg, base, self.local_size, self.channels, ch)
+        Stage::sized(
+            self.seg,
+            base,
+            self.local_size,
+            self.stage_len,
+            self.channels,
+            ch,
+        )
     }
 }
 

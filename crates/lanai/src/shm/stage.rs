@@ -50,7 +50,7 @@ const MEMBER: usize = SLOTS * STAGE_MAX;
 
 /// One channel's area: every member's two lines (`done` words and
 /// lengths, then allreduce marks), then every member's slots.
-fn channel_len(local_size: usize) -> usize {
+pub(super) fn channel_len(local_size: usize) -> usize {
     (local_size * MEMBER_LINES).next_multiple_of(PAGE) + local_size * MEMBER
 }
 
@@ -88,9 +88,10 @@ pub fn slot_of(stamp: u32) -> usize {
 #[derive(Debug, Clone, Copy)]
 pub struct Stage<'a> {
     seg: &'a Segment,
-    /// Byte offset of this channel's area.
+    /// Byte offset of this channel's area, and of its data slots.
     off: usize,
     local_size: usize,
+    slots: usize,
 }
 
 impl<'a> Stage<'a> {
@@ -104,15 +105,30 @@ impl<'a> Stage<'a> {
         channels: usize,
         ch: usize,
     ) -> Option<Self> {
-        let off = base + ch * channel_len(local_size);
+        Self::sized(seg, base, local_size, channel_len(local_size), channels, ch)
+    }
+
+    /// As [`Stage::new`], with `chan_len` the [`channel_len`] of
+    /// `local_size`, worked out once by the caller.
+    #[inline]
+    pub(super) fn sized(
+        seg: &'a Segment,
+        base: usize,
+        local_size: usize,
+        chan_len: usize,
+        channels: usize,
+        ch: usize,
+    ) -> Option<Self> {
+        let off = base + ch * chan_len;
         (local_size > 0
             && ch < channels.min(STAGED_CHANNELS)
             && base.is_multiple_of(LINE)
-            && off + channel_len(local_size) <= seg.len())
+            && off + chan_len <= seg.len())
         .then_some(Self {
             seg,
             off,
             local_size,
+            slots: off + chan_len - local_size * MEMBER,
         })
     }
 
@@ -124,8 +140,7 @@ impl<'a> Stage<'a> {
 
     fn data(&self, i: usize, slot: usize) -> usize {
         let i = i.min(self.local_size - 1);
-        let slots = self.off + (self.local_size * MEMBER_LINES).next_multiple_of(PAGE);
-        slots + i * MEMBER + slot.min(SLOTS - 1) * STAGE_MAX
+        self.slots + i * MEMBER + slot.min(SLOTS - 1) * STAGE_MAX
     }
 
     /// The stamp of the last contribution a root folded from member `i`'s

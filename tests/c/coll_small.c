@@ -2,7 +2,8 @@
  * device's data slots and mailboxes): every size from 1 byte to past each
  * threshold, roots that rotate, nonblocking calls several in flight,
  * in-place forms, a split communicator, ranks that run ahead of a slow
- * one, and a non-commutative user operation whose order is checked.
+ * one, gatherv and scatterv with blocks on both sides of the mailbox
+ * slot's size, and a non-commutative user operation whose order is checked.
  * Every result is compared with values computed here independently.
  * Each rank prints "digest <rank> <hex>": a hash of its floating-point
  * results, so a run under LANAI_NODE_COLL=messages can be compared bit
@@ -242,6 +243,140 @@ static void in_flight(MPI_Comm comm, int round)
     }
 }
 
+/* Gatherv and scatterv: member p's block is v_len(p, c) bytes, from empty
+ * through the mailbox slot's 56 bytes to a transfer's, laid out in
+ * reverse rank order with 3-byte gaps that must stay 0xee; in place at the
+ * root every other call; then K of each in flight to different roots,
+ * completed in reverse; then more calls in a row than a rank has mailbox
+ * slots, with the root's block small and the others' too. */
+static int v_len(int p, int c)
+{
+    static const int lens[] = {0, 1, 7, 55, 56, 57, 300, 70000, 24, 8};
+    return lens[(p * 3 + c) % 10];
+}
+
+static long v_layout(MPI_Comm comm, int c, int *cnt, int *dis, int small)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    long at = 3;
+    for (int p = size - 1; p >= 0; p--) {
+        cnt[p] = small ? v_len(p, c) % 57 : v_len(p, c);
+        dis[p] = (int)at;
+        at += cnt[p] + 3;
+    }
+    return at;
+}
+
+static void v_check_all(const unsigned char *all, int size, const int *cnt, const int *dis, long ext,
+                        int c, const char *what)
+{
+    unsigned char *want = malloc(ext);
+    memset(want, 0xee, ext);
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < cnt[p]; i++)
+            want[dis[p] + i] = byte_of(p, i, c);
+    long bad = -1;
+    for (long i = 0; i < ext && bad < 0; i++)
+        if (all[i] != want[i])
+            bad = i;
+    CHECK(bad < 0, "%s call %d: byte %ld is %d, want %d", what, c, bad, bad < 0 ? 0 : all[bad],
+          bad < 0 ? 0 : want[bad]);
+    free(want);
+}
+
+static void v_check_mine(const unsigned char *b, int rank, int n, int c, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        CHECK(b[i] == byte_of(rank, i, c), "%s call %d [%d]: %d", what, c, i, b[i]);
+    CHECK(b[n] == 0xee, "%s call %d wrote past its %d bytes", what, c, n);
+}
+
+static void small_v(MPI_Comm comm, int round)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *cnt = malloc(sizeof(int) * size), *dis = malloc(sizeof(int) * size);
+    for (int k = 0; k < 4; k++) {
+        int c = round * 8 + k, root = c % size, ip = k % 2 && rank == root;
+        long ext = v_layout(comm, c, cnt, dis, 0);
+        unsigned char *one = malloc(cnt[rank] + 1), *all = malloc(ext);
+        for (int i = 0; i < cnt[rank]; i++)
+            one[i] = byte_of(rank, i, c);
+        memset(all, 0xee, ext);
+        if (ip)
+            memcpy(all + dis[rank], one, cnt[rank]);
+        MPI_OK(MPI_Gatherv(ip ? MPI_IN_PLACE : one, cnt[rank], MPI_BYTE, all, cnt, dis, MPI_BYTE, root, comm));
+        if (rank == root)
+            v_check_all(all, size, cnt, dis, ext, c, ip ? "gatherv in place" : "gatherv");
+        memset(one, 0xee, cnt[rank] + 1);
+        MPI_OK(MPI_Scatterv(all, cnt, dis, MPI_BYTE, ip ? MPI_IN_PLACE : one, cnt[rank], MPI_BYTE, root, comm));
+        if (!ip)
+            v_check_mine(one, rank, cnt[rank], c, "scatterv");
+        free(one);
+        free(all);
+    }
+    enum { K = 5 };
+    MPI_Request req[2 * K];
+    unsigned char *one[K], *got[K], *g[K], *s[K];
+    long ext[K];
+    int *gc[K], *gd[K];
+    for (int k = 0; k < K; k++) {
+        int c = round * 8 + 4 + k, root = (c * 7) % size;
+        gc[k] = malloc(sizeof(int) * size);
+        gd[k] = malloc(sizeof(int) * size);
+        ext[k] = v_layout(comm, c, gc[k], gd[k], k % 2);
+        int n = gc[k][rank];
+        one[k] = malloc(n + 1);
+        got[k] = malloc(n + 1);
+        g[k] = malloc(ext[k]);
+        s[k] = malloc(ext[k]);
+        for (int i = 0; i < n; i++)
+            one[k][i] = byte_of(rank, i, c);
+        memset(got[k], 0xee, n + 1);
+        memset(g[k], 0xee, ext[k]);
+        memset(s[k], 0xee, ext[k]);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < gc[k][p]; i++)
+                s[k][gd[k][p] + i] = byte_of(p, i, c);
+        MPI_OK(MPI_Igatherv(one[k], n, MPI_BYTE, g[k], gc[k], gd[k], MPI_BYTE, root, comm, &req[2 * k]));
+        MPI_OK(MPI_Iscatterv(s[k], gc[k], gd[k], MPI_BYTE, got[k], n, MPI_BYTE, (root + 1) % size, comm,
+                             &req[2 * k + 1]));
+    }
+    for (int i = 2 * K - 1; i >= 0; i--)
+        MPI_OK(MPI_Wait(&req[i], MPI_STATUS_IGNORE));
+    for (int k = 0; k < K; k++) {
+        int c = round * 8 + 4 + k, root = (c * 7) % size;
+        if (rank == root)
+            v_check_all(g[k], size, gc[k], gd[k], ext[k], c, "igatherv");
+        v_check_mine(got[k], rank, gc[k][rank], c, "iscatterv");
+        free(one[k]); free(got[k]); free(g[k]); free(s[k]); free(gc[k]); free(gd[k]);
+    }
+    /* More in a row than a member has slots; members linger now and then. */
+    for (int c = 1000 * (round + 1); c < 1000 * (round + 1) + 150; c++) {
+        int root = c % size;
+        long e = v_layout(comm, c, cnt, dis, 1);
+        unsigned char mine[64], back[64], *all = malloc(e);
+        for (int i = 0; i < cnt[rank]; i++)
+            mine[i] = byte_of(rank, i, c);
+        memset(all, 0xee, e);
+        MPI_OK(MPI_Gatherv(mine, cnt[rank], MPI_BYTE, all, cnt, dis, MPI_BYTE, root, comm));
+        if (rank == root)
+            v_check_all(all, size, cnt, dis, e, c, "gatherv in a row");
+        memset(back, 0xee, sizeof back);
+        MPI_OK(MPI_Scatterv(all, cnt, dis, MPI_BYTE, back, cnt[rank], MPI_BYTE, root, comm));
+        v_check_mine(back, rank, cnt[rank], c, "scatterv in a row");
+        if (rank != root && c % 37 == 0) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+        free(all);
+    }
+    free(cnt);
+    free(dis);
+}
+
 /* Rank 0 runs ahead of the others, who linger between calls, through
  * more broadcasts than a rank has mailbox slots. */
 static void run_ahead(MPI_Comm comm, int calls)
@@ -303,6 +438,8 @@ int main(int argc, char **argv)
         }
         in_flight(MPI_COMM_WORLD, round);
         in_flight(half, round);
+        small_v(MPI_COMM_WORLD, round);
+        small_v(half, round);
     }
     run_ahead(MPI_COMM_WORLD, 300);
     MPI_OK(MPI_Comm_free(&half));

@@ -75,6 +75,23 @@ pub(super) enum Work {
         out: UserBuf,
         tmp: Vec<u8>,
     },
+    /// A gatherv root's reads, one post of each member into its block of
+    /// the receive buffer, in any order (`mail_share.rs`).
+    ReadEach {
+        /// The member's rank, its read, and its block.
+        reads: Vec<(usize, ReadPieces, UserBuf)>,
+        tmp: Vec<u8>,
+        /// The first member whose block did not fit, and why: the others
+        /// are still read, so their blocks arrive and their slots free.
+        failed: Option<(usize, MpiError)>,
+    },
+    /// A scatterv root's posts: block `j` under stamp `j`, for the one
+    /// member at position `j` (`mail_share.rs`). `next` posted so far.
+    PostEach {
+        me: usize,
+        posts: Vec<(u32, usize, UserBuf)>,
+        next: usize,
+    },
     /// A scan's posts and reads (`mail_share.rs`).
     Scan(Box<MailScan>),
     Collect {
@@ -127,6 +144,8 @@ impl std::fmt::Debug for MailOp {
                         | Work::StagedCollect { .. }
                         | Work::Chunked(_)
                         | Work::PostFor { .. }
+                        | Work::ReadEach { .. }
+                        | Work::PostEach { .. }
                 ),
             )
             .finish()
@@ -147,10 +166,13 @@ enum Outcome {
     Posted,
     /// A reader copied a post out: its poster may wait for the slot.
     Read,
-    /// A scan is over: the members whose parts it read may wait for slots.
+    /// A scan, or a gatherv root's reads, is over: the members whose
+    /// parts it read may wait for slots.
     Scanned,
     Collected,
     Failed(MpiError),
+    /// Failed by the post of the member of this rank.
+    FailedFrom(usize, MpiError),
 }
 
 impl Engine {
@@ -403,15 +425,40 @@ impl Engine {
                 }
                 outcome => {
                     let op = self.st.colls.mail.swap_remove(i);
+                    let from = self.failed_member(&op, &outcome);
                     let res = self.mail_end(op.comm, op.chan, op.work, outcome);
-                    // The request completes either way; an error is the caller's.
-                    self.st.reqs.complete(op.req, super::coll::coll_status());
-                    res?;
+                    // The request completes either way; a failure is its
+                    // own, raised where it is waited for, not by whichever
+                    // call happened to drive it.
+                    let mut status = super::coll::coll_status();
+                    if let Err(e) = res {
+                        status.error = e.class;
+                        status.source = from;
+                    }
+                    self.st.reqs.complete(op.req, status);
                     did = true;
                 }
             }
         }
         Ok(did)
+    }
+
+    /// The rank of the member whose post made `op` fail, when it is known
+    /// (a reader's poster, a gatherv root's sender), else `MPI_PROC_NULL`.
+    fn failed_member(&self, op: &MailOp, outcome: &Outcome) -> i32 {
+        let src = match (outcome, &op.work) {
+            (Outcome::FailedFrom(rank, _), _) => return *rank as i32,
+            (Outcome::Failed(_), Work::Read { read, .. }) => read.src(),
+            _ => return c::MPI_PROC_NULL,
+        };
+        match self.comms.get(op.comm).map(|cm| &cm.central) {
+            Ok(Central::Active(setup)) => setup
+                .members()
+                .iter()
+                .position(|&m| m == src)
+                .map_or(c::MPI_PROC_NULL, |r| r as i32),
+            _ => c::MPI_PROC_NULL,
+        }
     }
 
     /// Finishes an op that is over: a post wakes its root (or its readers),
@@ -424,6 +471,10 @@ impl Engine {
         work: Work,
         outcome: Outcome,
     ) -> MpiResult<()> {
+        let outcome = match outcome {
+            Outcome::FailedFrom(_, e) => Outcome::Failed(e),
+            o => o,
+        };
         let posted = matches!(outcome, Outcome::Posted | Outcome::Read | Outcome::Scanned);
         let Central::Active(setup) = &self.comms.get(comm)?.central else {
             return match posted {
@@ -434,7 +485,8 @@ impl Engine {
         let members = setup.members();
         let poster;
         let (res, targets) = match (&outcome, &work) {
-            (Outcome::Posted, Work::PostFor { .. }) | (Outcome::Scanned, _) => (Ok(()), members),
+            (Outcome::Posted, Work::PostFor { .. } | Work::PostEach { .. })
+            | (Outcome::Scanned, _) => (Ok(()), members),
             (Outcome::Read, Work::Read { read, .. }) => {
                 poster = [read.src()];
                 (Ok(()), &poster[..])
@@ -505,6 +557,8 @@ fn root_of(work: &Work) -> Option<usize> {
         | Work::Chunked(_)
         | Work::PostFor { .. }
         | Work::Read { .. }
+        | Work::ReadEach { .. }
+        | Work::PostEach { .. }
         | Work::Scan(_) => None,
     }
 }
@@ -548,6 +602,8 @@ fn poll_op(net: &Net, comms: &Comms, op: &mut MailOp) -> MpiResult<Outcome> {
             readers,
         } => posted(post.poll(&w, free, data.as_slice(), |j| readers.of(j))),
         Work::Read { read, out, tmp } => read_post(read, &w, out, tmp),
+        Work::ReadEach { reads, tmp, failed } => read_each(reads, &w, tmp, failed),
+        Work::PostEach { me, posts, next } => post_each(*me, posts, next, &w, free),
         Work::Scan(scan) => match scan.poll(&w, wires, free) {
             ScanPoll::Waiting => Outcome::Waiting,
             ScanPoll::Moved => Outcome::Took,
@@ -625,6 +681,79 @@ fn read_post(read: &mut ReadPieces, w: &Channel<'_>, out: &UserBuf, tmp: &mut Ve
             ),
         )),
     }
+}
+
+/// Polls every read of a gatherv's root once; `Scanned` once all are in,
+/// or the first failure once the others are.
+fn read_each(
+    reads: &mut Vec<(usize, ReadPieces, UserBuf)>,
+    w: &Channel<'_>,
+    tmp: &mut Vec<u8>,
+    failed: &mut Option<(usize, MpiError)>,
+) -> Outcome {
+    let mut took = false;
+    let mut i = 0;
+    while i < reads.len() {
+        let (rank, read, out) = &mut reads[i];
+        match read_post(read, w, out, tmp) {
+            Outcome::Waiting => i += 1,
+            Outcome::Took => {
+                took = true;
+                i += 1;
+            }
+            outcome => {
+                // Read, or failed having read the post (its slot is free).
+                if let (Outcome::Failed(_), None) = (&outcome, &failed) {
+                    let e = MpiError::new(
+                        c::MPI_ERR_TRUNCATE,
+                        format!(
+                            "rank {rank} sent a block of another length than the {} bytes the \
+                             root's counts give it",
+                            out.len()
+                        ),
+                    );
+                    *failed = Some((*rank, e));
+                }
+                reads.swap_remove(i);
+                took = true;
+            }
+        }
+    }
+    match (reads.is_empty(), failed.take(), took) {
+        (true, Some((rank, e)), _) => Outcome::FailedFrom(rank, e),
+        (true, None, _) => Outcome::Scanned,
+        (false, f, took) => {
+            *failed = f;
+            if took {
+                Outcome::Took
+            } else {
+                Outcome::Waiting
+            }
+        }
+    }
+}
+
+/// Posts what it can of a scatterv's blocks, in stamp order; `Posted`
+/// once all are in, `Took` when some went in (their readers may sleep).
+fn post_each(
+    me: usize,
+    posts: &[(u32, usize, UserBuf)],
+    next: &mut usize,
+    w: &Channel<'_>,
+    free: &FreeSlots,
+) -> Outcome {
+    let before = *next;
+    while let Some((stamp, reader, block)) = posts.get(*next) {
+        if !Post::new(me, *stamp, *reader).poll_for(w, free, block.as_slice(), 1) {
+            return if *next > before {
+                Outcome::Took
+            } else {
+                Outcome::Waiting
+            };
+        }
+        *next += 1;
+    }
+    Outcome::Posted
 }
 
 /// A non-root's staged post: copies `data` into its staging slot once the

@@ -591,11 +591,17 @@ impl Algorithms {
 }
 
 /// The error of a collective whose status carries one: a transfer that
-/// failed (`transfers.rs`), naming the member it came from.
+/// failed (`transfers.rs`) or a mailbox op (`central_reduce.rs`), naming
+/// the member it came from when one is known.
 pub fn coll_failure(st: &Status) -> MpiError {
     use crate::abi::consts as c;
     let from = st.source;
     match st.error {
+        c::MPI_ERR_TRUNCATE if from < 0 => MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            "a member's block and the size this rank expects of it differ: the members' counts \
+             or datatypes disagree",
+        ),
         c::MPI_ERR_TRUNCATE => MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(
@@ -603,6 +609,7 @@ pub fn coll_failure(st: &Status) -> MpiError {
                  datatypes disagree"
             ),
         ),
+        class if from < 0 => MpiError::new(class, "this rank's part of the collective failed"),
         class => MpiError::new(class, format!("a transfer with rank {from} failed")),
     }
 }
@@ -1062,10 +1069,12 @@ impl Engine {
     }
 
     /// Gather into the blocks `recv` of the root's `out` (`recv` read only
-    /// on the root, where `out` is `Some`), as transfers at every size:
-    /// only the root knows every block's size, so no member could choose
-    /// a path by them that the others would follow, and a linear gather is
-    /// one message per member either way.
+    /// on the root, where `out` is `Some`). On one node the small blocks
+    /// go through the mailboxes and the others as transfers
+    /// ([`Engine::mail_gatherv`]); elsewhere every block goes as a
+    /// transfer: only the root knows every block's size, so no member
+    /// could choose a path by the sizes that the others would follow, and
+    /// a linear gather is one message per member either way.
     pub fn igatherv(
         &mut self,
         comm: usize,
@@ -1073,7 +1082,11 @@ impl Engine {
         recv: &Layout,
         out: Option<UserBuf>,
         root: u32,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        if let Some(req) = self.mail_gatherv(comm, data, recv, out, root, blocking)? {
+            return Ok(req);
+        }
         self.start_gather_transfers(comm, data, out, recv, root)
     }
 
@@ -1106,8 +1119,9 @@ impl Engine {
     }
 
     /// Scatter of the blocks `send` of the root's `data` (read at the root
-    /// only) into each member's `out` (`None` at an in-place root), as
-    /// transfers at every size, for the reason [`Engine::igatherv`] gives.
+    /// only) into each member's `out` (`None` at an in-place root): as
+    /// [`Engine::igatherv`] gathers, through the mailboxes on one node
+    /// ([`Engine::mail_scatterv`]), else as transfers.
     pub fn iscatterv(
         &mut self,
         comm: usize,
@@ -1115,7 +1129,11 @@ impl Engine {
         send: &Layout,
         out: Option<UserBuf>,
         root: u32,
+        blocking: bool,
     ) -> MpiResult<usize> {
+        if let Some(req) = self.mail_scatterv(comm, data, send, out, root, blocking)? {
+            return Ok(req);
+        }
         self.start_scatter_transfers(comm, data, send, out, root)
     }
 

@@ -6,7 +6,8 @@
 //! across nodes, except `MPI_IN_PLACE`, whose send data the receives
 //! would overwrite; gather and scatter from [`TRANSFER_MIN`] bytes per
 //! block, and gatherv and scatterv at every size, the root receiving or
-//! sending one block per member; allgathers as [`allgather_as_transfers`]
+//! sending one block per member (on one node only the blocks too long
+//! for a mailbox slot: `mail_share.rs`); allgathers as [`allgather_as_transfers`]
 //! says; broadcasts from [`BCAST_TRANSFER_MIN`], down a binomial tree.
 //!
 //! These collectives are one round of independent transfers (gather and
@@ -257,6 +258,48 @@ impl Engine {
         self.start_transfers(comm, &[], own, sends, Sends::Now)
     }
 
+    /// The large blocks of a gatherv or scatterv whose small ones go
+    /// through the mailboxes (`mail_share.rs`), at the root, as instance
+    /// `seq`: block `p` of `buf` (as `blocks` lays them out) from
+    /// (`gather`) or to every member `p` whose block a mailbox slot
+    /// cannot hold.
+    pub(super) fn start_root_transfers_as(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        buf: &UserBuf,
+        blocks: &Layout,
+        root: u32,
+        gather: bool,
+    ) -> MpiResult<usize> {
+        let (_, size) = self.rank_size(comm)?;
+        let mut legs = others_blocks(buf, blocks, root, size)?;
+        legs.retain(|l| l.buf.len() > crate::shm::barrier_device::MAIL_MAX);
+        if gather {
+            self.start_transfers_as(comm, seq, &legs, None, Vec::new(), Sends::Now)
+        } else {
+            self.start_transfers_as(comm, seq, &[], None, legs, Sends::Now)
+        }
+    }
+
+    /// A member's large block of such a gatherv (`to_root`) or scatterv,
+    /// as instance `seq`.
+    pub(super) fn start_member_transfer_as(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        buf: UserBuf,
+        root: u32,
+        to_root: bool,
+    ) -> MpiResult<usize> {
+        let leg = Leg { peer: root, buf };
+        if to_root {
+            self.start_transfers_as(comm, seq, &[], None, vec![leg], Sends::FanIn)
+        } else {
+            self.start_transfers_as(comm, seq, &[leg], None, Vec::new(), Sends::Now)
+        }
+    }
+
     /// Posts `recvs`, copies `own` (source, destination), then starts
     /// `sends` (at once, or once the receives are done), all under one
     /// request of `comm`'s next collective number.
@@ -268,12 +311,6 @@ impl Engine {
         sends: Vec<Leg>,
         when: Sends,
     ) -> MpiResult<usize> {
-        let after = when == Sends::AfterRecvs;
-        let mode = if when == Sends::FanIn {
-            SendMode::FanIn
-        } else {
-            SendMode::Standard
-        };
         if let Some((from, to)) = &own {
             if from.len() != to.len() {
                 return Err(MpiError::new(
@@ -287,6 +324,25 @@ impl Engine {
             }
         }
         let seq = self.reserve_coll_seq(comm)?;
+        self.start_transfers_as(comm, seq, recvs, own, sends, when)
+    }
+
+    /// [`Engine::start_transfers`] as instance `seq`, already reserved.
+    fn start_transfers_as(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        recvs: &[Leg],
+        own: Option<(UserBuf, UserBuf)>,
+        sends: Vec<Leg>,
+        when: Sends,
+    ) -> MpiResult<usize> {
+        let after = when == Sends::AfterRecvs;
+        let mode = if when == Sends::FanIn {
+            SendMode::FanIn
+        } else {
+            SendMode::Standard
+        };
         self.net.counters.transfer_colls += 1;
         let tag = (seq & 0x7fff_ffff) as i32;
         let mut parts = Vec::with_capacity(recvs.len() + sends.len());

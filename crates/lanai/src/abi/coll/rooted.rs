@@ -166,6 +166,7 @@ unsafe fn gatherv(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     let root = check_root(e, ci, root)?;
@@ -175,7 +176,7 @@ unsafe fn gatherv(
         }
         // SAFETY: the send buffer, per the contract.
         let data = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
-        return e.igatherv(ci, data, &Layout::default(), None, root);
+        return e.igatherv(ci, data, &Layout::default(), None, root, blocking);
     }
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the root's arrays have one entry per rank.
@@ -196,7 +197,7 @@ unsafe fn gatherv(
         unsafe { user_buf(sendbuf, sendcount, sendtype)? }
     };
     same_len(data.len(), recv.block(rank).len())?;
-    e.igatherv(ci, data, &recv, Some(out), root)
+    e.igatherv(ci, data, &recv, Some(out), root, blocking)
 }
 
 /// Gatherv, blocking or not, with the buffers staged for derived types
@@ -218,6 +219,7 @@ unsafe fn gatherv_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -249,6 +251,7 @@ unsafe fn gatherv_staged(
                     a[1].dt(),
                     root,
                     comm,
+                    blocking,
                 )
             }
         },
@@ -469,6 +472,7 @@ unsafe fn scatterv(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, rank, size) = comm_info(e, comm)?;
     let root = check_root(e, ci, root)?;
@@ -476,7 +480,14 @@ unsafe fn scatterv(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
-        return e.iscatterv(ci, UserBuf::EMPTY, &Layout::default(), Some(out), root);
+        return e.iscatterv(
+            ci,
+            UserBuf::EMPTY,
+            &Layout::default(),
+            Some(out),
+            root,
+            blocking,
+        );
     }
     not_in_place(
         sendbuf,
@@ -495,7 +506,7 @@ unsafe fn scatterv(
     let mine = send.block(rank).len();
     // SAFETY: the root's receive buffer, per the contract.
     let out = unsafe { root_recv(recvbuf, recvcount, recvtype, mine)? };
-    e.iscatterv(ci, data, &send, out, root)
+    e.iscatterv(ci, data, &send, out, root, blocking)
 }
 
 /// Scatterv, blocking or not, with the buffers staged for derived types
@@ -517,6 +528,7 @@ unsafe fn scatterv_staged(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let blocking = matches!(mode, Mode::Wait);
     staged::collective(
         name,
         comm,
@@ -548,6 +560,7 @@ unsafe fn scatterv_staged(
                     a[1].dt(),
                     root,
                     comm,
+                    blocking,
                 )
             }
         },

@@ -153,21 +153,27 @@ fn layout(counts: Vec<usize>, displs: Vec<usize>) -> MpiResult<Layout> {
         .map_err(|e| MpiError::new(c::MPI_ERR_ARG, format!("counts and displacements: {e}")))
 }
 
-/// Blocks from per-rank counts and displacements, both in elements of `dt`.
-pub(in crate::abi) fn layout_v<C: Copy + Into<i64>, D: Copy + Into<i64>>(
-    counts: &[C],
-    displs: &[D],
+/// Blocks from the caller's per-rank `counts` and `displs` (`n` of each,
+/// named `names` in errors), both in elements of `dt`: read straight into
+/// the layout, with no copy of the arrays on the way.
+///
+/// # Safety
+/// `counts` and `displs` are null or point to at least `n` values each.
+pub(in crate::abi) unsafe fn layout_v(
+    counts: super::ints::Ints,
+    displs: super::ints::Ints,
+    n: u32,
+    names: [&str; 2],
     dt: MPI_Datatype,
 ) -> MpiResult<Layout> {
     let size = types::type_size(dt)?;
-    let c = counts
-        .iter()
-        .map(|&n| elem_bytes(n, size))
-        .collect::<MpiResult<_>>()?;
-    let d = displs
-        .iter()
-        .map(|&d| displ_bytes(d, size))
-        .collect::<MpiResult<_>>()?;
+    // SAFETY: forwarded from this function's contract.
+    let (c, d) = unsafe {
+        (
+            counts.map(n, names[0], |v| elem_bytes(v, size))?,
+            displs.map(n, names[1], |v| displ_bytes(v, size))?,
+        )
+    };
     layout(c, d)
 }
 

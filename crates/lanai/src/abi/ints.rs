@@ -45,14 +45,32 @@ impl Ints {
     /// call.
     pub unsafe fn read(self, n: u32, what: &str) -> MpiResult<Vec<i64>> {
         // SAFETY: forwarded from this function's contract.
+        unsafe { self.map(n, what, Ok) }
+    }
+
+    /// The caller's `n` values, widened and each passed through `f`.
+    ///
+    /// # Safety
+    /// As for [`Ints::read`].
+    pub unsafe fn map<T>(
+        self,
+        n: u32,
+        what: &str,
+        f: impl FnMut(i64) -> MpiResult<T>,
+    ) -> MpiResult<Vec<T>> {
+        let mut f = f;
+        // SAFETY: forwarded from this function's contract.
         unsafe {
-            Ok(match self {
+            match self {
                 Ints::Int(p) => super::coll::array(p, n, what)?
                     .iter()
-                    .map(|&v| i64::from(v))
+                    .map(|&v| f(i64::from(v)))
                     .collect(),
-                Ints::Wide(p) => super::coll::array(p, n, what)?.to_vec(),
-            })
+                Ints::Wide(p) => super::coll::array(p, n, what)?
+                    .iter()
+                    .map(|&v| f(v))
+                    .collect(),
+            }
         }
     }
 }

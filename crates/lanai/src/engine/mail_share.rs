@@ -325,8 +325,11 @@ impl Engine {
         if own.addr() != data.addr() {
             own.write(data.as_slice());
         }
-        let wires = self.v_wires(comm)?;
-        let mut reads = Vec::new();
+        let Central::Active(setup) = &self.comms.get(comm)?.central else {
+            return Err(MpiError::internal("mailbox op without a channel"));
+        };
+        let wires = setup.members();
+        let mut reads = Vec::with_capacity(n - 1);
         let mut large = false;
         for p in (0..n).filter(|&p| p != root as usize) {
             let b = block(&out, recv.block(p as u32))?;
@@ -434,14 +437,6 @@ impl Engine {
     /// blocks' sizes, which the members do not all know.
     fn v_ready(&mut self, comm: usize, blocking: bool) -> MpiResult<bool> {
         Ok(self.settings.algos.node_colls && self.mail_ready(comm, 1, MAIL_MAX, blocking)?)
-    }
-
-    /// The device inputs of `comm`'s members, by position.
-    fn v_wires(&self, comm: usize) -> MpiResult<Vec<usize>> {
-        match &self.comms.get(comm)?.central {
-            Central::Active(setup) => Ok(setup.members().to_vec()),
-            _ => Err(MpiError::internal("mailbox op without a channel")),
-        }
     }
 
     /// Starts a root's mailbox `work` (none when it has no reads or

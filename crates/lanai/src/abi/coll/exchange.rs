@@ -150,13 +150,7 @@ unsafe fn allgatherv(
     let (ci, rank, size) = comm_info(e, comm)?;
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the arrays have one entry per rank.
-    let (counts, displs) = unsafe {
-        (
-            &recvcounts.read(size, "recvcounts")?,
-            &displs.read(size, "displs")?,
-        )
-    };
-    let recv = layout_v(counts, displs, recvtype)?;
+    let recv = unsafe { layout_v(recvcounts, displs, size, ["recvcounts", "displs"], recvtype)? };
     // SAFETY: the receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
@@ -434,8 +428,10 @@ unsafe fn alltoallv(
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_v(
-            &recvcounts.read(size, "recvcounts")?,
-            &rdispls.read(size, "rdispls")?,
+            recvcounts,
+            rdispls,
+            size,
+            ["recvcounts", "rdispls"],
             recvtype,
         )?
     };
@@ -443,8 +439,10 @@ unsafe fn alltoallv(
         // SAFETY: the arrays have one entry per rank (read only without MPI_IN_PLACE).
         unsafe {
             layout_v(
-                &sendcounts.read(size, "sendcounts")?,
-                &sdispls.read(size, "sdispls")?,
+                sendcounts,
+                sdispls,
+                size,
+                ["sendcounts", "sdispls"],
                 sendtype,
             )
         }

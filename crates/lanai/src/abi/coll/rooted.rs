@@ -180,13 +180,7 @@ unsafe fn gatherv(
     }
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the root's arrays have one entry per rank.
-    let (counts, displs) = unsafe {
-        (
-            &recvcounts.read(size, "recvcounts")?,
-            &displs.read(size, "displs")?,
-        )
-    };
-    let recv = layout_v(counts, displs, recvtype)?;
+    let recv = unsafe { layout_v(recvcounts, displs, size, ["recvcounts", "displs"], recvtype)? };
     // SAFETY: the root's receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
@@ -494,13 +488,7 @@ unsafe fn scatterv(
         "the send buffer (use it as the root's receive buffer)",
     )?;
     // SAFETY: the root's arrays have one entry per rank.
-    let (counts, displs) = unsafe {
-        (
-            &sendcounts.read(size, "sendcounts")?,
-            &displs.read(size, "displs")?,
-        )
-    };
-    let send = layout_v(counts, displs, sendtype)?;
+    let send = unsafe { layout_v(sendcounts, displs, size, ["sendcounts", "displs"], sendtype)? };
     // SAFETY: the root's send buffer covers every block.
     let data = unsafe { bytes_buf(sendbuf, send.extent())? };
     let mine = send.block(rank).len();

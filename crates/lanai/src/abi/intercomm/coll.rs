@@ -478,13 +478,15 @@ pub(in crate::abi) unsafe fn gatherv(
                     let nr = remote_size(e, ci)?;
                     // SAFETY: the root's arrays (or their staged forms) hold
                     // one entry per member of the other group.
-                    let (counts, displs) = unsafe {
-                        (
-                            &r.counts(recvcounts).read(nr, "recvcounts")?,
-                            &r.displs(displs).read(nr, "displs")?,
-                        )
+                    let recv = unsafe {
+                        layout_v(
+                            r.counts(recvcounts),
+                            r.displs(displs),
+                            nr,
+                            ["recvcounts", "displs"],
+                            r.dt(),
+                        )?
                     };
-                    let recv = layout_v(counts, displs, r.dt())?;
                     // SAFETY: the staged buffer covers every block until completion.
                     let out = unsafe { C::bytes_buf(r.ptr(), recv.extent())? };
                     e.inter_igatherv(ci, Vec::new(), Some((out, recv)), root)
@@ -599,13 +601,15 @@ pub(in crate::abi) unsafe fn scatterv(
                     let nr = remote_size(e, ci)?;
                     // SAFETY: the root's arrays (or their staged forms) hold
                     // one entry per member of the other group.
-                    let (counts, displs) = unsafe {
-                        (
-                            &s.counts(sendcounts).read(nr, "sendcounts")?,
-                            &s.displs(displs).read(nr, "displs")?,
-                        )
+                    let send = unsafe {
+                        layout_v(
+                            s.counts(sendcounts),
+                            s.displs(displs),
+                            nr,
+                            ["sendcounts", "displs"],
+                            s.dt(),
+                        )?
                     };
-                    let send = layout_v(counts, displs, s.dt())?;
                     // SAFETY: the staged buffer covers every block.
                     let data = unsafe { C::bytes_buf(s.ptr(), send.extent())? }
                         .as_slice()
@@ -703,13 +707,15 @@ pub(in crate::abi) unsafe fn allgatherv(
             let r = &a[1];
             // SAFETY: the arrays (or their staged forms) hold one entry per
             // member of the other group.
-            let (counts, displs) = unsafe {
-                (
-                    &r.counts(recvcounts).read(nr, "recvcounts")?,
-                    &r.displs(displs).read(nr, "displs")?,
-                )
+            let recv = unsafe {
+                layout_v(
+                    r.counts(recvcounts),
+                    r.displs(displs),
+                    nr,
+                    ["recvcounts", "displs"],
+                    r.dt(),
+                )?
             };
-            let recv = layout_v(counts, displs, r.dt())?;
             // SAFETY: the staged buffers live until completion.
             let (data, out) = unsafe { (data_of(&a[0])?, C::bytes_buf(r.ptr(), recv.extent())?) };
             e.inter_iallgatherv(ci, data, recv, out)
@@ -808,13 +814,17 @@ pub(in crate::abi) unsafe fn alltoallv(
             let (send, recv) = unsafe {
                 (
                     layout_v(
-                        &s.counts(sendcounts).read(nr, "sendcounts")?,
-                        &s.displs(sdispls).read(nr, "sdispls")?,
+                        s.counts(sendcounts),
+                        s.displs(sdispls),
+                        nr,
+                        ["sendcounts", "sdispls"],
                         s.dt(),
                     )?,
                     layout_v(
-                        &r.counts(recvcounts).read(nr, "recvcounts")?,
-                        &r.displs(rdispls).read(nr, "rdispls")?,
+                        r.counts(recvcounts),
+                        r.displs(rdispls),
+                        nr,
+                        ["recvcounts", "rdispls"],
                         r.dt(),
                     )?,
                 )

@@ -25,6 +25,7 @@ use super::coll::Combiner;
 use super::error::{MpiError, MpiResult};
 use super::request::{Op, DONE};
 use super::riding::Source;
+use super::transfers::block_of;
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::MAIL_MAX;
@@ -311,7 +312,7 @@ impl Engine {
             }
         };
         recv.check_size(n as u32).map_err(super::coll::coll_err)?;
-        let own = block(&out, recv.block(root))?;
+        let own = block_of(&out, recv.block(root))?;
         if own.len() != data.len() {
             return Err(MpiError::new(
                 crate::abi::consts::MPI_ERR_TRUNCATE,
@@ -332,7 +333,7 @@ impl Engine {
         let mut reads = Vec::with_capacity(n - 1);
         let mut large = false;
         for p in (0..n).filter(|&p| p != root as usize) {
-            let b = block(&out, recv.block(p as u32))?;
+            let b = block_of(&out, recv.block(p as u32))?;
             match b.len() {
                 0 => {}
                 len if len <= MAIL_MAX => {
@@ -408,15 +409,15 @@ impl Engine {
             return Ok(Some(req));
         }
         send.check_size(n as u32).map_err(super::coll::coll_err)?;
-        let mine = block(&data, send.block(root))?;
+        let mine = block_of(&data, send.block(root))?;
         // No receive buffer: MPI_IN_PLACE, the block stays where it is.
         if let Some(o) = out {
-            block(&o, 0..mine.len())?.write(mine.as_slice());
+            block_of(&o, 0..mine.len())?.write(mine.as_slice());
         }
         let mut posts = Vec::new();
         let mut large = false;
         for p in (0..n).filter(|&p| p != root as usize) {
-            let b = block(&data, send.block(p as u32))?;
+            let b = block_of(&data, send.block(p as u32))?;
             match b.len() {
                 0 => {}
                 len if len <= MAIL_MAX => posts.push((first.wrapping_add(p as u32), p, b)),
@@ -486,17 +487,6 @@ impl Engine {
             (a, b) => self.start_both(a, b),
         }
     }
-}
-
-/// Bytes `r` of `buf`.
-fn block(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
-    let (start, end) = (r.start, r.end);
-    buf.range(r).ok_or_else(|| {
-        MpiError::internal(format!(
-            "bytes {start}..{end} outside a buffer of {}",
-            buf.len()
-        ))
-    })
 }
 
 /// One rank's part of a mailbox scan: it posts its own part for the

@@ -107,11 +107,12 @@ enum Sends {
     FanIn,
 }
 
-fn block_of(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
+/// Bytes `r` of `buf`, or an internal error (the layouts were checked).
+pub(super) fn block_of(buf: &UserBuf, r: std::ops::Range<usize>) -> MpiResult<UserBuf> {
     let (start, end) = (r.start, r.end);
     buf.range(r).ok_or_else(|| {
         MpiError::internal(format!(
-            "collective transfer: bytes {start}..{end} outside a buffer of {}",
+            "collective: bytes {start}..{end} outside a buffer of {}",
             buf.len()
         ))
     })

@@ -93,12 +93,7 @@ impl Geometry {
 #[derive(Debug, Clone, Copy)]
 pub struct Device<'a> {
     seg: &'a Segment,
-    base: usize,
-    channels: usize,
-    local_size: usize,
-    chan0: usize,
-    chan_len: usize,
-    stage_len: usize,
+    g: Geometry,
 }
 
 impl<'a> Device<'a> {
@@ -109,27 +104,19 @@ impl<'a> Device<'a> {
 
     /// The device `g` describes, checked against `seg` by [`Geometry::new`].
     pub fn at(seg: &'a Segment, g: Geometry) -> Self {
-        Self {
-            seg,
-            base: g.base,
-            channels: g.channels,
-            local_size: g.local_size,
-            chan0: g.chan0,
-            chan_len: g.chan_len,
-            stage_len: g.stage_len,
-        }
+        Self { seg, g }
     }
 
     pub fn channels(&self) -> usize {
-        self.channels
+        self.g.channels
     }
 
     fn lock_word(&self) -> &AtomicU32 {
-        self.seg.atomic_u32(self.base)
+        self.seg.atomic_u32(self.g.base)
     }
 
     fn record(&self, ch: usize) -> usize {
-        self.base + LINE + ch * RECORD
+        self.g.base + LINE + ch * RECORD
     }
 
     fn with_table<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -154,14 +141,14 @@ impl<'a> Device<'a> {
         let key = key.max(1);
         self.with_table(|| {
             let rec = |ch| self.record(ch);
-            let owned = (0..self.channels).find(|&ch| {
+            let owned = (0..self.g.channels).find(|&ch| {
                 self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) > 0
                     && self.seg.atomic_u64(rec(ch)).load(Ordering::Relaxed) == key
             });
             let ch = match owned {
                 Some(ch) => ch,
                 None => {
-                    let ch = (0..self.channels).find(|&ch| {
+                    let ch = (0..self.g.channels).find(|&ch| {
                         self.seg.atomic_u32(rec(ch) + 8).load(Ordering::Relaxed) == 0
                     })?;
                     self.channel(ch).settle();
@@ -181,7 +168,7 @@ impl<'a> Device<'a> {
 
     /// Leaves channel `ch`; the last member to leave frees it.
     pub fn release(&self, ch: usize) {
-        if ch >= self.channels {
+        if ch >= self.g.channels {
             return;
         }
         self.with_table(|| {
@@ -194,7 +181,7 @@ impl<'a> Device<'a> {
     /// Channels currently owned by some communicator.
     pub fn in_use(&self) -> usize {
         self.with_table(|| {
-            (0..self.channels)
+            (0..self.g.channels)
                 .filter(|&ch| {
                     self.seg
                         .atomic_u32(self.record(ch) + 8)
@@ -207,24 +194,24 @@ impl<'a> Device<'a> {
 
     #[inline]
     pub fn channel(&self, ch: usize) -> Channel<'a> {
-        let ch = ch.min(self.channels - 1);
+        let ch = ch.min(self.g.channels - 1);
         Channel {
             seg: self.seg,
-            off: self.chan0 + ch * self.chan_len,
-            local_size: self.local_size,
+            off: self.g.chan0 + ch * self.g.chan_len,
+            local_size: self.g.local_size,
         }
     }
 
     /// Channel `ch`'s staging slots, when it has them.
     #[inline]
     pub fn stage(&self, ch: usize) -> Option<Stage<'a>> {
-        let base = self.chan0 + self.channels * self.chan_len;
+        let base = self.g.chan0 + self.g.channels * self.g.chan_len;
         Stage::sized(
             self.seg,
             base,
-            self.local_size,
-            self.stage_len,
-            self.channels,
+            self.g.local_size,
+            self.g.stage_len,
+            self.g.channels,
             ch,
         )
     }

@@ -574,9 +574,14 @@ impl StagedShare {
                 step = true;
             }
             let k = self.gathered;
-            // A chunk that holds none of this member's block, it skips.
+            // A chunk that holds none of this member's block, it skips. A
+            // skip moves nothing others wait for, but a stage or release
+            // earlier in this pass did: a pass that ended here once lost
+            // it, the poll said `Waiting`, nobody was woken, and sleepers
+            // slept out their timeout (4-rank all-to-all, 100 ms stalls).
             if reader && k < n && !self.wants(self.me, &self.at.bytes(k)) {
                 self.gathered += 1;
+                moved |= step;
                 continue;
             }
             let (slot, stamp) = (self.at.slot(k), self.at.stamp(k));
@@ -1099,6 +1104,28 @@ mod tests {
             ra,
             Progress::Failed(StagedError::LengthMismatch { member: 1, .. })
         ));
+    }
+
+    #[test]
+    fn a_member_that_stages_then_skips_a_chunk_has_moved() {
+        // All-to-all of 2 x 256 bytes in 64-byte chunks: member 1 stages
+        // its chunks 0-3 (member 0's block) and skips reading them, in the
+        // same passes. Member 0, asleep, must hear of the stages.
+        let node = Node::new(2, 64);
+        let (input, out) = (vec![7u8; 512], RefCell::new(vec![0; 512]));
+        let mut b = StagedShare::new(1, 2, 0, Share::Alltoall, 512, 64, 1, [0; SLOTS]);
+        let mut v = View {
+            node: &node,
+            me: 1,
+            input: &input,
+            out: &out,
+            keeps: true,
+        };
+        assert_eq!(b.poll(&mut v), Progress::Moved);
+        let staged: Vec<u32> = node.marks.borrow()[1].iter().map(|m| m[0]).collect();
+        assert_eq!(staged, [4, 1, 2, 3]);
+        // Nothing more until member 0 reads those and stages its own.
+        assert_eq!(b.poll(&mut v), Progress::Waiting);
     }
 
     #[test]

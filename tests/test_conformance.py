@@ -207,25 +207,34 @@ def _attack(host, port, payload, stats):
             if payload:
                 s.sendall(payload)
             stats["attacks"] += 1
+            return True
     except OSError:
         # Refused or reset is a fine answer to garbage.
         stats["refused"] += 1
+        return False
 
 
-def _stranger(exes, stop, stats, hold_open):
+def _stranger(exes, stop, stats, hold_open, release):
     """Find the listening ports of the processes running `exes` (the ranks,
     and the offload engines) and throw garbage at them until the job ends.
     With hold_open, also keep one silent half-open connection per port (a
-    stalled stranger must not block real peers)."""
+    stalled stranger must not block real peers). Half a second after every
+    owner has had garbage on one of its ports, it creates the file `release`,
+    which lets the job end; until then the job runs on, however slow this
+    thread is."""
     rng = random.Random(0x1A4A1)
     held = {}
+    attacked = set()
+    covered_at = None
     start = time.monotonic()
     try:
         while not stop.is_set():
             ports = []
+            owner_of = {}
             for exe in exes:
                 for host, port in harness.listening_ports(harness.rank_pids(exe)):
                     ports.append((host, port))
+                    owner_of[(host, port)] = exe
                     stats["ports"].add((host, port))
                     stats["owners"].add(os.path.basename(exe))
             if ports and stats["found_s"] is None:
@@ -236,7 +245,8 @@ def _stranger(exes, stop, stats, hold_open):
                 for payload in _garbage_payloads(rng):
                     if stop.is_set():
                         break
-                    _attack(host, port, payload, stats)
+                    if _attack(host, port, payload, stats):
+                        attacked.add(owner_of[(host, port)])
                 if hold_open and (host, port) not in held and not stop.is_set():
                     try:
                         s = socket.create_connection((host, port), timeout=0.5)
@@ -244,6 +254,13 @@ def _stranger(exes, stop, stats, hold_open):
                         held[(host, port)] = s
                     except OSError:
                         pass
+            # Half a second more lets the victims log their rejections.
+            if len(attacked) == len(exes) and covered_at is None:
+                covered_at = time.monotonic()
+            if covered_at is not None and time.monotonic() - covered_at > 0.5 \
+                    and not os.path.exists(release):
+                with open(release, "w"):
+                    pass
             stop.wait(0.05)
     except Exception as e:  # noqa: BLE001 - reported by the test, not lost in the thread
         stats["error"] = repr(e)
@@ -257,7 +274,7 @@ ENGINE = os.path.join(harness.BUILD_DIR, "bin", "lanai-engine")
 
 @pytest.mark.parametrize("hold_open,engines", [(False, False), (True, False), (True, True)],
                          ids=["garbage", "garbage+stalled", "garbage+stalled+engines"])
-def test_stress_with_strangers(lanai_builds, hold_open, engines):
+def test_stress_with_strangers(lanai_builds, hold_open, engines, tmp_path):
     # With engines, every collective runs in the offload engines, whose
     # links between the two nodes are attacked as well as the ranks'.
     if engines and not os.path.exists(ENGINE):
@@ -267,12 +284,16 @@ def test_stress_with_strangers(lanai_builds, hold_open, engines):
              "found_s": None, "error": None}
     stop = threading.Event()
     exes = [exe, ENGINE] if engines else [exe]
-    thread = threading.Thread(target=_stranger, args=(exes, stop, stats, hold_open), daemon=True)
+    release = str(tmp_path / "attacked")
+    thread = threading.Thread(target=_stranger, args=(exes, stop, stats, hold_open, release),
+                              daemon=True)
     thread.start()
-    env = {"LANAI_OFFLOAD": "all"} if engines else None
+    env = {"LANAI_STRESS_UNTIL": release}
+    if engines:
+        env["LANAI_OFFLOAD"] = "all"
     try:
-        # 5 s leaves a slow machine time to find the ports and attack them.
-        result = run_job(lanairun_argv(exe, 4, 2, ["5"]), exe, env)
+        # At least 3 s of traffic, and on until every owner has been attacked.
+        result = run_job(lanairun_argv(exe, 4, 2, ["3"]), exe, env)
     finally:
         stop.set()
         thread.join(10)

@@ -1,7 +1,14 @@
 /* A few seconds of all-pairs 64 KiB exchanges with verification. Used by
  * the runner while a stranger sends garbage to the job's TCP ports.
- * Duration: argv[1] seconds, else $LANAI_STRESS_SECONDS, else 3. */
+ * Duration: argv[1] seconds, else $LANAI_STRESS_SECONDS, else 3. With
+ * $LANAI_STRESS_UNTIL naming a file, it also runs until that file exists (at
+ * most UNTIL_CAP_S): the stranger's test must not depend on how soon a loaded
+ * machine lets it find the ports. */
 #include "lt.h"
+
+#include <unistd.h>
+
+#define UNTIL_CAP_S 40.0
 
 /* Words travel as MPI_UNSIGNED. */
 _Static_assert(sizeof(unsigned) == sizeof(uint32_t), "unsigned must be 32 bits");
@@ -19,6 +26,7 @@ int main(int argc, char **argv)
     static uint32_t out[MSG_WORDS], in[MSG_WORDS];
     double seconds = 3.0, t0;
     const char *env = getenv("LANAI_STRESS_SECONDS");
+    const char *until = getenv("LANAI_STRESS_UNTIL");
     int round = 0, go = 1, shift, i;
     long exchanges = 0;
 
@@ -46,7 +54,13 @@ int main(int argc, char **argv)
         }
         round++;
         /* Rank 0's clock decides, so every rank runs the same rounds. */
-        go = lt_rank == 0 ? (MPI_Wtime() - t0 < seconds) : 0;
+        if (lt_rank == 0) {
+            double t = MPI_Wtime() - t0;
+            int waiting = until && access(until, F_OK) != 0;
+            go = t < seconds || (waiting && t < UNTIL_CAP_S);
+            if (!go && waiting)
+                printf("stress: %s did not appear within %.0f s\n", until, UNTIL_CAP_S);
+        }
         MPI_OK(MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD));
     }
     if (lt_rank == 0) {

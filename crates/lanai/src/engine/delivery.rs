@@ -307,6 +307,7 @@ impl State {
 
     /// Completes receive `req` of eager message `env`, `n` bytes of which
     /// are in its buffer.
+    #[inline(always)]
     pub(super) fn eager_done(&mut self, req: usize, env: &Envelope, n: usize) {
         let Some(r) = self.reqs.get(req) else { return };
         let Op::Recv { buf, .. } = r.op else { return };

@@ -77,7 +77,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// The first posted receive this envelope matches, removed from the queue.
-    #[inline]
+    #[inline(always)]
     pub fn take_posted(&mut self, env: &Envelope) -> Option<Posted> {
         if is_coll(env.ctx) {
             return pop_exact(&mut self.coll_posted, (env.ctx, env.src, env.tag));
@@ -96,7 +96,7 @@ impl Matcher {
     }
 
     /// The first unexpected message matching, removed from the queue.
-    #[inline]
+    #[inline(always)]
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
         if is_coll(ctx) {
             debug_assert!(src >= 0 && tag >= 0, "a wildcard on a collective context");

@@ -378,6 +378,7 @@ impl Engine {
     }
 
     /// Sends one message to a world rank over whatever reaches it.
+    #[inline(always)]
     pub fn net_send(&mut self, to: u32, env: &Envelope, payload: &[u8]) -> MpiResult<()> {
         match self.net.routes[to as usize] {
             Route::Loopback => {

@@ -116,7 +116,7 @@ impl Net {
     }
 
     /// Sends to world rank `to`, local index `local` of our node.
-    #[inline]
+    #[inline(always)]
     pub fn send_shm(
         &mut self,
         local: usize,

@@ -138,7 +138,7 @@ impl Requests {
         idx
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, op: Op) -> usize {
         let idx = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);

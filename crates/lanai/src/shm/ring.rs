@@ -272,6 +272,7 @@ impl ShmNode {
 
     /// Tries to enqueue one message to local rank `to`; false when the ring
     /// lacks space (the caller queues and retries, keeping FIFO order).
+    #[inline(always)]
     pub fn try_send(&mut self, to: usize, env: &Envelope, payload: &[u8]) -> bool {
         assert!(
             payload.len() <= self.max_payload(),

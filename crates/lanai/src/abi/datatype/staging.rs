@@ -403,6 +403,7 @@ pub fn hold(e: &Engine, req: usize, p: Pending) {
 /// Called by the wait/test family once request `req` is complete with
 /// status `st` (before reporting it): unpacks a derived-type receive or
 /// collective output exactly once.
+#[inline(always)]
 pub fn settle(e: &Engine, req: usize, st: &Status) -> MpiResult<()> {
     if HELD.load(Ordering::Relaxed) == 0 || e.st.reqs.get(req).is_none() {
         return Ok(());

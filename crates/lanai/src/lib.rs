@@ -15,4 +15,4 @@ pub mod shm;
 /// kernel and faults them in again each time. The application's own
 /// `malloc` is untouched: this allocator serves only Rust code here.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: abi::heap::Heap = abi::heap::Heap;

@@ -13,6 +13,7 @@ pub mod convert;
 pub mod datatype;
 pub mod errors;
 pub mod exported_data;
+pub mod heap;
 pub mod ops;
 pub mod state;
 pub mod types;

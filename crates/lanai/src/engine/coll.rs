@@ -219,7 +219,7 @@ struct Instance {
     req: usize,
     /// Where the result goes, written when the instance completes.
     out: Option<CollOut>,
-    error: Option<String>,
+    error: Option<CollError>,
     /// Cookies of the messages it lent (`coll_ref.rs`), so that past the
     /// lending bound it waits for its own and asks only their receivers.
     lent: Vec<u64>,
@@ -291,7 +291,7 @@ impl Colls {
             Some(&i) => {
                 let inst = &mut self.active[i];
                 if let Err(e) = msg.feed(&mut inst.machine, env.src) {
-                    inst.error.get_or_insert(e.to_string());
+                    inst.error.get_or_insert(e);
                 }
                 if !inst.queued {
                     inst.queued = true;
@@ -450,6 +450,30 @@ pub(super) fn coll_err(e: CollError) -> MpiError {
         _ => c::MPI_ERR_OTHER,
     };
     MpiError::new(class, e.to_string())
+}
+
+/// A peer's message that this rank's instance cannot take. In a correct
+/// program that is a bug here; where the ranks' calls disagree (counts,
+/// datatypes or root) it is the program's, and the class says so as
+/// MPICH's and Open MPI's do: a length that differs is a truncation.
+pub(super) fn protocol_err(e: CollError) -> MpiError {
+    use crate::abi::consts as c;
+    match e {
+        CollError::DataLengthMismatch { .. } => MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!("the ranks' counts or datatypes disagree: {e}"),
+        ),
+        CollError::UnexpectedMessage { .. }
+        | CollError::DuplicateMessage { .. }
+        | CollError::MalformedMessage { .. } => MpiError::new(
+            c::MPI_ERR_OTHER,
+            format!(
+                "collective protocol error: {e} (do all ranks pass the same counts, \
+                 datatypes and root?)"
+            ),
+        ),
+        _ => MpiError::internal(format!("collective protocol error: {e}")),
+    }
 }
 
 /// How barriers run.
@@ -785,9 +809,7 @@ impl Engine {
         }
         let inst = &mut self.st.colls.active[i];
         if let Some(e) = inst.error.take() {
-            return Err(MpiError::internal(format!(
-                "collective protocol error: {e}"
-            )));
+            return Err(protocol_err(e));
         }
         if !inst.machine.is_done() {
             return Ok(did);

@@ -85,7 +85,7 @@ mod tests {
         let heap = Heap;
         for align in [1usize, 2, 4, 8, 16, 32, 64, 4096] {
             for size in [align, 2 * align, 3 * align, 48, 80, 1000, 70_000] {
-                if size % align != 0 {
+                if !size.is_multiple_of(align) {
                     continue;
                 }
                 let layout = Layout::from_size_align(size, align).unwrap();
@@ -93,20 +93,20 @@ mod tests {
                 unsafe {
                     let p = heap.alloc(layout);
                     assert!(
-                        !p.is_null() && p as usize % align == 0,
+                        !p.is_null() && (p as usize).is_multiple_of(align),
                         "alloc {size} / {align}"
                     );
                     p.write_bytes(0xa5, size);
                     let q = heap.realloc(p, layout, size * 3);
                     assert!(
-                        !q.is_null() && q as usize % align == 0,
+                        !q.is_null() && (q as usize).is_multiple_of(align),
                         "realloc {size} / {align}"
                     );
                     assert_eq!(*q.add(size - 1), 0xa5, "realloc kept the contents");
                     heap.dealloc(q, Layout::from_size_align(size * 3, align).unwrap());
                     let z = heap.alloc_zeroed(layout);
                     assert!(
-                        z as usize % align == 0 && *z.add(size - 1) == 0,
+                        (z as usize).is_multiple_of(align) && *z.add(size - 1) == 0,
                         "zeroed {size}"
                     );
                     heap.dealloc(z, layout);

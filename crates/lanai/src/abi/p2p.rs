@@ -30,6 +30,11 @@ pub(super) unsafe fn isend(
 ) -> MpiResult<Option<usize>> {
     let ci = comm_idx(comm)?;
     // SAFETY: forwarded.
+    if let Some(b) = unsafe { staging::plain_buf(buf, count, dt)? } {
+        check_tag(tag, false)?;
+        return e.start_send(ci, dest, tag, b, mode);
+    }
+    // SAFETY: forwarded.
     let (b, keep) = unsafe { staging::send_buf(buf, count, dt)? };
     check_tag(tag, false)?;
     let r = e.start_send(ci, dest, tag, b, mode)?;
@@ -104,6 +109,11 @@ pub(super) unsafe fn irecv(
     comm: MPI_Comm,
 ) -> MpiResult<usize> {
     let ci = comm_idx(comm)?;
+    // SAFETY: forwarded.
+    if let Some(b) = unsafe { staging::plain_buf(buf, count, dt)? } {
+        check_tag(tag, true)?;
+        return e.start_recv(ci, src, tag, b);
+    }
     // SAFETY: forwarded.
     let (b, keep) = unsafe { staging::recv_buf(buf, count, dt)? };
     check_tag(tag, true)?;

@@ -176,10 +176,14 @@ impl Net {
     }
 
     /// Moves queued messages into rings that have room; true if any moved.
+    #[inline(always)]
     pub fn flush_backlog(&mut self) -> bool {
-        if self.backlog_len == 0 {
-            return false;
-        }
+        // Every progress pass asks; almost always nothing is queued.
+        self.backlog_len != 0 && self.flush_queued()
+    }
+
+    #[inline(never)]
+    fn flush_queued(&mut self) -> bool {
         let Some(shm) = self.shm.as_mut() else {
             return false;
         };

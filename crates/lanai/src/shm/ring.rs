@@ -250,6 +250,7 @@ impl ShmNode {
     }
 
     /// Whether `local` may be asleep and need a wake-up after a send.
+    #[inline(always)]
     pub fn peer_sleeping(&self, local: usize) -> bool {
         fence::light();
         self.atomic_u32(self.ctrl(local)).load(Ordering::Relaxed) != 0

@@ -227,14 +227,33 @@ pub unsafe fn send_buf(
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
     let count: MPI_Count = count.into();
-    // A basic type is settled here, inlined into the caller: returning
-    // the whole tuple through memory cost more than the check.
-    if let (Some((size, _)), true) = (crate::abi::types::predefined(h), count >= 0) {
-        // SAFETY: forwarded.
-        return Ok((unsafe { crate::abi::sized_buf(buf, count, size)? }, None));
+    // SAFETY: forwarded.
+    if let Some(b) = unsafe { plain_buf(buf, count, h)? } {
+        return Ok((b, None));
     }
     // SAFETY: forwarded.
     unsafe { send_buf_slow(buf, count, h) }
+}
+
+/// The buffer of `count` elements of a predefined type, settled here,
+/// inlined into the caller; `None` for a derived type or a negative count
+/// (which [`send_buf`] and [`recv_buf`] then handle or report). The hot
+/// point-to-point calls try this first, so that a basic type never moves
+/// the staging tuple through memory.
+///
+/// # Safety
+/// As for [`crate::abi::user_buf`].
+#[inline(always)]
+pub unsafe fn plain_buf(
+    buf: *const c_void,
+    count: MPI_Count,
+    h: MPI_Datatype,
+) -> MpiResult<Option<UserBuf>> {
+    match (crate::abi::types::predefined(h), count >= 0) {
+        // SAFETY: forwarded.
+        (Some((size, _)), true) => Ok(Some(unsafe { crate::abi::sized_buf(buf, count, size)? })),
+        _ => Ok(None),
+    }
 }
 
 /// [`send_buf`] for derived types and bad arguments.
@@ -288,10 +307,9 @@ pub unsafe fn recv_buf(
     h: MPI_Datatype,
 ) -> MpiResult<(UserBuf, Option<Pending>)> {
     let count: MPI_Count = count.into();
-    // As in `send_buf`.
-    if let (Some((size, _)), true) = (crate::abi::types::predefined(h), count >= 0) {
-        // SAFETY: forwarded.
-        return Ok((unsafe { crate::abi::sized_buf(buf, count, size)? }, None));
+    // SAFETY: forwarded.
+    if let Some(b) = unsafe { plain_buf(buf, count, h)? } {
+        return Ok((b, None));
     }
     // SAFETY: forwarded.
     unsafe { recv_buf_slow(buf, count, h) }

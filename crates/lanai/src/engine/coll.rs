@@ -472,7 +472,8 @@ pub(super) fn protocol_err(e: CollError) -> MpiError {
                  datatypes and root?)"
             ),
         ),
-        _ => MpiError::internal(format!("collective protocol error: {e}")),
+        // A failed fold, say: the class `coll_err` gives it anyway.
+        _ => coll_err(e),
     }
 }
 

@@ -1,13 +1,20 @@
-"""Broadcasts whose ranks disagree on the count (an erroneous program):
-the non-roots get MPI_ERR_TRUNCATE, saying the counts disagree, and the job
-goes on (coll_mismatch.c).
+"""Collectives whose ranks disagree (an erroneous program): coll_mismatch.c.
 
-Only layouts that end are run. Where the root's and the others' sizes pick
-different paths within a node (one side through the mailboxes, the other
-as messages), or where a node's leader stops forwarding after its own
-error, the others wait for data that never comes; those layouts hang
-today and are listed in docs/decisions.md ("Collectives whose ranks
-disagree on the count")."""
+With errors returned, a broadcast's non-roots get MPI_ERR_TRUNCATE saying
+the counts disagree, and the job goes on. Those layouts are the ones where
+every member's path meets the others'.
+
+Where they do not (one node, the root's and the others' sizes on either
+side of a path's edge: mailboxes against messages), every member would
+wait for the others forever; instead a member that has waited a second
+compares its call with the same-numbered calls the node's other members
+published (engine/call_check.rs) and fails with the difference. Under the
+default handler that ends the job, with the message, within seconds and
+without leftovers. Across nodes, where one size goes by rendezvous and
+the other eagerly, the job still hangs (docs/decisions.md, "Collectives
+whose ranks disagree on the count")."""
+
+import re
 
 import pytest
 
@@ -15,9 +22,22 @@ from harness import assert_clean, assert_passed, build_programs, lanairun_argv, 
 
 PROG = "coll_mismatch"
 # (ranks, nodes, root bytes, others' bytes)
-CASES = [
+RETURNING = [
     (2, 1, 40, 100), (3, 1, 100, 40), (4, 1, 40, 100), (8, 1, 10, 56),
     (2, 2, 2000, 40), (3, 3, 40, 2000), (3, 2, 100, 40), (3, 3, 40, 100),
+    (3, 1, 2000, 40), (4, 1, 40, 2000), (3, 1, 40, 70000),
+]
+# (what, ranks, root bytes, others' bytes, what the error says), one node
+FATAL = [
+    ("bcast", 3, 2000, 40, "rank 0 passed 2000 bytes where this rank passed 40"),
+    ("bcast", 4, 40, 70000, "rank 0 passed 40 bytes where this rank passed 70000"),
+    ("gather", 3, 40, 70000, "counts or datatypes disagree"),
+    ("gather", 2, 70000, 40, "counts or datatypes disagree"),
+    ("scatter", 3, 40, 2000, "counts or datatypes disagree"),
+    ("scatter", 4, 70000, 40, "counts or datatypes disagree"),
+    # The members' messages meet here, and the protocol notices first.
+    ("root", 3, 2000, 2000, "the ranks name different roots|same counts, datatypes and root"),
+    ("kind", 3, 8, 8, "called MPI_Bcast where this rank called MPI_Allreduce"),
 ]
 
 
@@ -26,9 +46,20 @@ def exe():
     return build_programs([PROG], "lanai")[PROG]
 
 
-@pytest.mark.parametrize("nranks,nodes,root_bytes,other_bytes", CASES)
+@pytest.mark.parametrize("nranks,nodes,root_bytes,other_bytes", RETURNING)
 def test_mismatched_bcast_counts_truncate(exe, nranks, nodes, root_bytes, other_bytes):
     r = run_job(lanairun_argv(exe, nranks, nodes, [str(root_bytes), str(other_bytes)]), exe,
                 timeout_s=60)
     assert_passed(r, PROG)
+    assert_clean(r)
+
+
+@pytest.mark.parametrize("what,nranks,root_bytes,other_bytes,says", FATAL)
+def test_disagreeing_calls_end_the_job(exe, what, nranks, root_bytes, other_bytes, says):
+    args = [str(root_bytes), str(other_bytes), what, "fatal"]
+    r = run_job(lanairun_argv(exe, nranks, 1, args), exe, timeout_s=60)
+    assert not r.timed_out, "the job hung\n" + r.tail()
+    assert r.returncode != 0, "the job succeeded\n" + r.tail()
+    assert r.wall_s < 20, f"the job took {r.wall_s:.1f} s to end\n" + r.tail()
+    assert re.search(says, r.output), f"no '{says}' in the output\n" + r.tail()
     assert_clean(r)

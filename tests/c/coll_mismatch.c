@@ -1,21 +1,28 @@
-/* An erroneous broadcast whose ranks disagree on the count: the root
- * passes argv[1] bytes, every other rank argv[2]. Each non-root gets
- * MPI_ERR_TRUNCATE (MPICH and Open MPI answer so, or with a size-mismatch
- * error), with a message saying the counts disagree; the root succeeds;
- * nothing is written past a receive buffer; and the job goes on. Only the
- * layouts where no rank waits for data that the mismatch stopped are run
- * (see test_coll_mismatch.py). */
+/* Erroneous collectives whose ranks disagree.
+ *
+ *   coll_mismatch ROOT_BYTES OTHER_BYTES [WHAT [fatal]]
+ *
+ * Rank 0 passes ROOT_BYTES, every other rank OTHER_BYTES, to WHAT (bcast,
+ * the default; gather; scatter; root: a bcast where the others name root
+ * 1; kind: rank 0 calls MPI_Allreduce where the others call MPI_Bcast).
+ *
+ * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
+ * with a message saying the counts disagree, the root succeeds, nothing is
+ * written past a receive buffer, and the communicator still carries an
+ * allreduce. With "fatal" the default handler stays: the job must end
+ * with the error (the runner checks how), so returning from the call
+ * at all is a failure. */
 #include "lt.h"
 
 #define GUARD 16
 
-int main(int argc, char **argv)
+static void returning(int argc, char **argv)
 {
-    lt_init("coll_mismatch", &argc, &argv);
-    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     int mine = lt_rank == 0 ? atoi(argv[1]) : atoi(argv[2]), i, cls = -1, len = 0;
     unsigned char *buf = malloc((size_t)mine + GUARD);
     char msg[MPI_MAX_ERROR_STRING] = "";
+    (void)argc;
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     for (i = 0; i < mine + GUARD; i++)
         buf[i] = lt_rank == 0 && i < mine ? (unsigned char)(i * 7 + 3) : 0xee;
     int rc = MPI_Bcast(buf, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -38,5 +45,37 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(sum == lt_size, "allreduce after the mismatch: %d", sum);
     free(buf);
+}
+
+static void fatal(const char *what, int mine)
+{
+    size_t n = (size_t)mine * (size_t)lt_size + GUARD;
+    char *a = calloc(n, 1), *b = calloc(n, 1);
+    if (!strcmp(what, "bcast"))
+        MPI_Bcast(a, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    else if (!strcmp(what, "gather"))
+        MPI_Gather(a, mine, MPI_BYTE, b, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    else if (!strcmp(what, "scatter"))
+        MPI_Scatter(a, mine, MPI_BYTE, b, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    else if (!strcmp(what, "root"))
+        MPI_Bcast(a, mine, MPI_BYTE, lt_rank == 0 ? 0 : 1, MPI_COMM_WORLD);
+    else if (lt_rank == 0) /* kind */
+        MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    else
+        MPI_Bcast(a, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    /* A rank whose part needs nobody (a broadcast's root) returns; it
+     * then waits here until the job ends. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    lt_init("coll_mismatch", &argc, &argv);
+    if (argc > 4 && !strcmp(argv[4], "fatal"))
+        fatal(argv[3], lt_rank == 0 ? atoi(argv[1]) : atoi(argv[2]));
+    else
+        returning(argc, argv);
     return lt_finish();
 }

@@ -15,6 +15,7 @@ use super::datatype::staging::{self as staged, Mode, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
+use crate::engine::call_check::{Call, CallKind};
 use crate::engine::coll::{Combiner, MakeCombiner};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -242,8 +243,9 @@ fn blocking(
     start: impl FnOnce(&mut Engine) -> MpiResult<usize>,
 ) -> c_int {
     call(name, Some(comm), |e| {
-        let req = start(e)?;
-        e.finish_coll(req)
+        let r = start(e).and_then(|req| e.finish_coll(req));
+        e.leave_call();
+        r
     })
 }
 
@@ -274,7 +276,11 @@ unsafe fn nonblocking(
 mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
     // SAFETY: the caller's arguments, valid for the call (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Wait) }; }
-    blocking("MPI_Barrier", comm, |e| e.start_barrier(comm_idx(comm)?, true))
+    blocking("MPI_Barrier", comm, |e| {
+        let ci = comm_idx(comm)?;
+        e.enter_call(ci, Call { kind: CallKind::Barrier, root: None, bytes: 0 })?;
+        e.start_barrier(ci, true)
+    })
 }}
 
 mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -299,6 +305,16 @@ unsafe fn bcast(
     let root = check_root(e, ci, root)?;
     // SAFETY: forwarded from this function's contract.
     let b = unsafe { user_buf(buffer, count, datatype)? };
+    if blocking {
+        e.enter_call(
+            ci,
+            Call {
+                kind: CallKind::Bcast,
+                root: Some(root),
+                bytes: b.len() as u64,
+            },
+        )?;
+    }
     e.start_user_bcast(ci, b, root, blocking)
 }
 
@@ -414,6 +430,17 @@ unsafe fn reduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         (false, _) => unsafe { user_buf(sendbuf, count, datatype)? },
     };
+    if blocking {
+        let bytes = data.len() as u64;
+        e.enter_call(
+            ci,
+            Call {
+                kind: CallKind::Reduce,
+                root: Some(root),
+                bytes,
+            },
+        )?;
+    }
     e.start_reduce(ci, data, out, root, OpArg { dt: op_dt, op }, blocking)
 }
 
@@ -563,6 +590,17 @@ unsafe fn allreduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         unsafe { user_buf(sendbuf, count, datatype)? }
     };
+    if blocking {
+        let bytes = data.len() as u64;
+        e.enter_call(
+            ci,
+            Call {
+                kind: CallKind::Allreduce,
+                root: None,
+                bytes,
+            },
+        )?;
+    }
     if e.allreduce_through_root(ci, data.len(), blocking)? {
         return e.start_allreduce_through_root(ci, data, out, OpArg { dt: op_dt, op }, blocking);
     }

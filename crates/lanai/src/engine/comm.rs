@@ -39,6 +39,8 @@ pub struct Comm {
     pub errhandler: i32,
     /// Sequence number of the next collective on this communicator.
     pub coll_seq: u32,
+    /// Blocking collectives the user called on it so far (`call_check`).
+    pub user_calls: u32,
     /// An `MPI_ANY_SOURCE` receive has already connected every remote member.
     pub all_connected: bool,
     /// Set by `MPI_Comm_set_name`; `None` means the default name.
@@ -115,6 +117,7 @@ impl Comm {
             map: RankMap::List(members),
             errhandler: self.errhandler,
             coll_seq: 0,
+            user_calls: 0,
             all_connected: false,
             name: None,
             central: Central::Untried,
@@ -171,6 +174,7 @@ impl Comms {
             map: RankMap::Identity,
             errhandler,
             coll_seq: 0,
+            user_calls: 0,
             all_connected: false,
             name: None,
             central: Central::Untried,
@@ -491,6 +495,7 @@ impl Engine {
         comm: usize,
         mask: Vec<u8>,
     ) -> MpiResult<Box<dyn Collective + Send>> {
+        self.forget_calls();
         let cm = self.comms.get(comm)?;
         let band = lanai_coll::Predefined::new(lanai_coll::Op::Band, lanai_coll::Elem::U8)
             .map_err(|e| MpiError::internal(e.to_string()))?;

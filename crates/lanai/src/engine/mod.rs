@@ -5,6 +5,7 @@
 
 pub mod bootstrap;
 pub mod bsend_pool;
+pub mod call_check;
 pub mod central;
 pub mod central_reduce;
 pub mod coll;
@@ -93,6 +94,10 @@ pub struct Engine {
     pub offload: Option<offload::Offload>,
     tick: u32,
     last_liveness: Instant,
+    /// Blocking collective calls published for the node's checks.
+    calls_published: u64,
+    /// The user's blocking collective in progress, as published.
+    in_call: Option<(usize, call_check::Signed)>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -318,6 +323,8 @@ impl Engine {
             offload,
             tick: 0,
             last_liveness: Instant::now(),
+            calls_published: 0,
+            in_call: None,
         };
         if eng.settings.static_connect {
             eng.connect_all_remote(comm::WORLD)?;

@@ -245,7 +245,9 @@ impl Engine {
                 }
             }
         }
-        Ok(())
+        // Waiting this long in a blocking collective: did a member on this
+        // node call it differently?
+        self.check_call()
     }
 
     /// Progresses until `done()` holds: spin, then (yielding when the node

@@ -1,7 +1,8 @@
 //! The node segment's layout and its per-pair single-producer rings.
 //!
-//! Layout: a header, one control block per local rank (its `sleeping` flag
-//! and pid, each block on its own cache lines), then one ring per ordered
+//! Layout: a header, one control block per local rank (its `sleeping` flag,
+//! its pid, and its latest blocking collective calls, each on cache lines
+//! of its own), then one ring per ordered
 //! pair of local ranks. A ring is a control line holding the consumer's
 //! `tail`, then `cells` cells of 64 bytes.
 //!
@@ -18,11 +19,19 @@ use super::barrier_device::{device_len, Device, Geometry};
 use super::fence;
 use super::Segment;
 use lanai_wire::envelope::{Envelope, ENVELOPE_LEN};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence as atomic_fence, AtomicU32, AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x4c41_4e41_4953_484d; // "LANAISHM"
 const HEADER_BYTES: usize = 256;
-const CTRL_BYTES: usize = 128;
+const CTRL_BYTES: usize = 192;
+/// Where in a control block its rank's latest two calls are (`publish_call`):
+/// a line that only its rank writes, once per blocking collective, and that
+/// others read only while they wait long.
+const CALLS_AT: usize = 128;
+/// Bytes of one call entry: a version word, then [`CALL_WORDS`] words.
+const CALL_BYTES: usize = 32;
+/// Words of a call entry, as [`ShmNode::publish_call`] takes them.
+pub const CALL_WORDS: usize = 3;
 const RING_CTRL_BYTES: usize = 128;
 const CELL: usize = 64;
 /// Offset of the envelope, and of the payload, in a message's first cell.
@@ -247,6 +256,37 @@ impl ShmNode {
         if sleeping {
             fence::heavy();
         }
+    }
+
+    /// Publishes `words` as this rank's call number `n` (entry `n % 2`), so
+    /// that its two latest calls can be read. A seqlock: the version is odd
+    /// while the words change, so a reader never mixes two calls.
+    pub fn publish_call(&self, n: u64, words: [u64; CALL_WORDS]) {
+        let at = self.ctrl(self.me) + CALLS_AT + (n % 2) as usize * CALL_BYTES;
+        let version = self.atomic_u64(at);
+        let v = version.load(Ordering::Relaxed);
+        version.store(v.wrapping_add(1), Ordering::Relaxed);
+        atomic_fence(Ordering::Release);
+        for (i, w) in words.iter().enumerate() {
+            self.atomic_u64(at + 8 * (i + 1))
+                .store(*w, Ordering::Relaxed);
+        }
+        version.store(v.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Entry `slot` (0 or 1) of local rank `local`'s latest calls, or `None`
+    /// while that rank is writing it.
+    pub fn peer_call(&self, local: usize, slot: usize) -> Option<[u64; CALL_WORDS]> {
+        let at = self.ctrl(local) + CALLS_AT + (slot % 2) * CALL_BYTES;
+        let version = self.atomic_u64(at);
+        let v = version.load(Ordering::Acquire);
+        if v % 2 == 1 {
+            return None;
+        }
+        let words =
+            std::array::from_fn(|i| self.atomic_u64(at + 8 * (i + 1)).load(Ordering::Relaxed));
+        atomic_fence(Ordering::Acquire);
+        (version.load(Ordering::Relaxed) == v).then_some(words)
     }
 
     /// Whether `local` may be asleep and need a wake-up after a send.
@@ -484,6 +524,82 @@ mod tests {
             .poll(0, |e, p| assert_eq!((e.tag, p.len()), (0, big.len())))
             .is_some());
         assert!(a.try_send(1, &env(n, 100), &[2u8; 100]));
+    }
+
+    #[test]
+    fn published_calls_are_read_back() {
+        let (a, b, _) = pair(4096);
+        assert_eq!(
+            b.peer_call(0, 0),
+            Some([0; CALL_WORDS]),
+            "a fresh segment holds no call"
+        );
+        a.publish_call(0, [1, 2, 3]);
+        a.publish_call(1, [4, 5, 6]);
+        assert_eq!(b.peer_call(0, 0), Some([1, 2, 3]));
+        assert_eq!(b.peer_call(0, 1), Some([4, 5, 6]));
+        assert_eq!(
+            a.peer_call(1, 0),
+            Some([0; CALL_WORDS]),
+            "the other rank's entries are its own"
+        );
+    }
+
+    #[test]
+    fn a_reader_racing_the_writer_sees_whole_calls() {
+        // A node per thread (a node is not shared between threads), on one
+        // segment; the name goes when the test ends, however it ends.
+        struct Unlink(String);
+        impl Drop for Unlink {
+            fn drop(&mut self) {
+                let _ = Segment::unlink(&self.0);
+            }
+        }
+        let name = format!("/lanai-test-{}-calls", std::process::id());
+        let len = segment_len(2, 4096);
+        let reader = ShmNode::new(Segment::create(&name, len).unwrap(), 2, 0, 4096, 0).unwrap();
+        let _unlink = Unlink(name.clone());
+        reader.init();
+        // The writer publishes until the reader has read enough whole
+        // entries, so the two always overlap.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let stop = &stop;
+        // Stops the writer however the reader leaves (a failed assertion too).
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        std::thread::scope(|s| {
+            let writer = s.spawn(move || {
+                let w = ShmNode::new(Segment::open(&name, len).unwrap(), 2, 1, 4096, 0).unwrap();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    w.publish_call(n, [n, n.wrapping_mul(3), !n]);
+                    n += 1;
+                }
+                n
+            });
+            let stopping = Stop(stop);
+            let (mut whole, mut latest) = (0u64, 0u64);
+            while whole < 300_000 && !writer.is_finished() {
+                for slot in 0..2 {
+                    match reader.peer_call(1, slot) {
+                        Some([0, 0, 0]) | None => {}
+                        Some([x, y, z]) => {
+                            assert!(y == x.wrapping_mul(3) && z == !x, "torn entry {x} {y} {z}");
+                            assert_eq!(x % 2, slot as u64, "entry {slot} holds call {x}");
+                            latest = latest.max(x);
+                            whole += 1;
+                        }
+                    }
+                }
+            }
+            drop(stopping);
+            let published = writer.join().unwrap();
+            assert!(latest < published, "read call {latest} of {published}");
+        });
     }
 
     #[test]

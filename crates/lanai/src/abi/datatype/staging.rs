@@ -1038,7 +1038,7 @@ pub fn collective_on<A: StagedArgs>(
     stage: impl FnOnce(&Engine, usize) -> MpiResult<A>,
     start: impl FnOnce(&mut Engine, usize, &[Staged]) -> MpiResult<usize>,
 ) -> c_int {
-    crate::abi::call(name, Some(comm), |e| {
+    blocking_ends(name, comm, mode, |e| {
         check_request(mode)?;
         let ci = crate::abi::comm_idx(comm)?;
         let args = stage(e, ci)?;
@@ -1056,6 +1056,23 @@ pub fn collective_on<A: StagedArgs>(
     })
 }
 
+/// Runs a collective's entry point; a blocking one's call is over for the
+/// node's checks (`Engine::leave_call`) however it ends.
+fn blocking_ends(
+    name: &str,
+    comm: crate::abi::consts::MPI_Comm,
+    mode: Mode,
+    body: impl FnOnce(&mut Engine) -> MpiResult<()>,
+) -> c_int {
+    crate::abi::call(name, Some(comm), |e| {
+        let r = body(e);
+        if let Mode::Wait = mode {
+            e.leave_call();
+        }
+        r
+    })
+}
+
 /// Runs a collective whose buffers need no staging (every datatype
 /// predefined): the blocking form waits, the `I` form returns the handle.
 /// The hot small reductions come this way, with nothing to wrap or unpack.
@@ -1065,7 +1082,7 @@ pub fn unstaged(
     mode: Mode,
     start: impl FnOnce(&mut Engine) -> MpiResult<usize>,
 ) -> c_int {
-    crate::abi::call(name, Some(comm), |e| {
+    blocking_ends(name, comm, mode, |e| {
         check_request(mode)?;
         let req = start(e)?;
         hand_back(e, mode, req)

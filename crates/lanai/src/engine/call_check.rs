@@ -69,7 +69,7 @@ pub struct Call {
 
 /// A call, numbered on its communicator (identified by its context id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Signed {
+struct Signed {
     ctx: u32,
     n: u32,
     call: Call,
@@ -142,8 +142,13 @@ fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
 
 impl Engine {
     /// Numbers a blocking collective the user called on `comm` and
-    /// publishes it for the node's other members to check.
+    /// publishes it for the node's other members to check. Alone on its
+    /// node a rank has nobody to check with, and numbers nothing.
+    #[inline(always)]
     pub fn enter_call(&mut self, comm: usize, call: Call) -> MpiResult<()> {
+        let Some(shm) = self.net.shm.as_ref() else {
+            return Ok(());
+        };
         let cm = self.comms.get_mut(comm)?;
         let n = cm.user_calls;
         cm.user_calls = n.wrapping_add(1);
@@ -152,11 +157,9 @@ impl Engine {
             n,
             call,
         };
-        if let Some(shm) = self.net.shm.as_ref() {
-            shm.publish_call(self.calls_published, signed.words());
-            self.calls_published += 1;
-        }
-        self.in_call = Some((comm, signed));
+        shm.publish_call(self.calls_published, signed.words());
+        self.calls_published += 1;
+        self.in_call = Some(comm);
         Ok(())
     }
 
@@ -183,7 +186,12 @@ impl Engine {
     /// While waiting in a blocking collective: fails if a member on this
     /// node made the same-numbered call differently.
     pub(super) fn check_call(&self) -> MpiResult<()> {
-        let (Some((comm, mine)), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
+        let (Some(comm), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
+            return Ok(());
+        };
+        // This rank's call is the entry it published last.
+        let latest = (self.calls_published.wrapping_sub(1) % 2) as usize;
+        let Some(mine) = shm.peer_call(shm.me(), latest).and_then(Signed::from_words) else {
             return Ok(());
         };
         let Ok(cm) = self.comms.get(comm) else {

@@ -96,8 +96,9 @@ pub struct Engine {
     last_liveness: Instant,
     /// Blocking collective calls published for the node's checks.
     calls_published: u64,
-    /// The user's blocking collective in progress, as published.
-    in_call: Option<(usize, call_check::Signed)>,
+    /// The communicator of the user's blocking collective in progress,
+    /// whose call is the one published last.
+    in_call: Option<usize>,
 }
 
 impl std::fmt::Debug for Engine {

@@ -30,6 +30,7 @@ const CTRL_BYTES: usize = 192;
 const CALLS_AT: usize = 128;
 /// Bytes of one call entry: a version word, then [`CALL_WORDS`] words.
 const CALL_BYTES: usize = 32;
+const _: () = assert!(CALL_BYTES == 8 * (CALL_WORDS + 1));
 /// Words of a call entry, as [`ShmNode::publish_call`] takes them.
 pub const CALL_WORDS: usize = 3;
 const RING_CTRL_BYTES: usize = 128;
@@ -261,15 +262,15 @@ impl ShmNode {
     /// Publishes `words` as this rank's call number `n` (entry `n % 2`), so
     /// that its two latest calls can be read. A seqlock: the version is odd
     /// while the words change, so a reader never mixes two calls.
+    #[inline]
     pub fn publish_call(&self, n: u64, words: [u64; CALL_WORDS]) {
         let at = self.ctrl(self.me) + CALLS_AT + (n % 2) as usize * CALL_BYTES;
-        let version = self.atomic_u64(at);
+        let [version, rest @ ..] = self.seg.atomic_u64s::<{ CALL_WORDS + 1 }>(at);
         let v = version.load(Ordering::Relaxed);
         version.store(v.wrapping_add(1), Ordering::Relaxed);
         atomic_fence(Ordering::Release);
-        for (i, w) in words.iter().enumerate() {
-            self.atomic_u64(at + 8 * (i + 1))
-                .store(*w, Ordering::Relaxed);
+        for (w, word) in words.iter().zip(rest) {
+            word.store(*w, Ordering::Relaxed);
         }
         version.store(v.wrapping_add(2), Ordering::Release);
     }
@@ -278,13 +279,12 @@ impl ShmNode {
     /// while that rank is writing it.
     pub fn peer_call(&self, local: usize, slot: usize) -> Option<[u64; CALL_WORDS]> {
         let at = self.ctrl(local) + CALLS_AT + (slot % 2) * CALL_BYTES;
-        let version = self.atomic_u64(at);
+        let [version, rest @ ..] = self.seg.atomic_u64s::<{ CALL_WORDS + 1 }>(at);
         let v = version.load(Ordering::Acquire);
         if v % 2 == 1 {
             return None;
         }
-        let words =
-            std::array::from_fn(|i| self.atomic_u64(at + 8 * (i + 1)).load(Ordering::Relaxed));
+        let words = std::array::from_fn(|i| rest[i].load(Ordering::Relaxed));
         atomic_fence(Ordering::Acquire);
         (version.load(Ordering::Relaxed) == v).then_some(words)
     }

@@ -96,12 +96,20 @@ impl Segment {
 
     /// The shared 8-byte word at `off` (8-aligned, inside the mapping).
     pub fn atomic_u64(&self, off: usize) -> &AtomicU64 {
+        &self.atomic_u64s::<1>(off)[0]
+    }
+
+    /// `N` consecutive shared 8-byte words from `off` (8-aligned, inside the
+    /// mapping), checked once.
+    #[inline]
+    pub fn atomic_u64s<const N: usize>(&self, off: usize) -> &[AtomicU64; N] {
         assert!(
-            off.is_multiple_of(8) && off + 8 <= self.len,
+            off.is_multiple_of(8) && off + 8 * N <= self.len,
             "bad word offset {off}"
         );
-        // SAFETY: as for `atomic_u32`, with 8-byte alignment.
-        unsafe { &*(self.base().add(off) as *const AtomicU64) }
+        // SAFETY: as for `atomic_u32`, with 8-byte alignment, for all `N`
+        // words; `[AtomicU64; N]` has the layout of `N` such words in a row.
+        unsafe { &*(self.base().add(off) as *const [AtomicU64; N]) }
     }
 }
 

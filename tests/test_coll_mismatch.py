@@ -35,6 +35,9 @@ FATAL = [
     ("gather", 2, 70000, 40, "counts or datatypes disagree"),
     ("scatter", 3, 40, 2000, "counts or datatypes disagree"),
     ("scatter", 4, 70000, 40, "counts or datatypes disagree"),
+    ("allgather", 3, 8, 70000, "rank 0 passed 8 bytes where this rank passed 70000"),
+    ("alltoall", 3, 8, 2000, "counts or datatypes disagree"),
+    ("alltoall", 2, 2000, 8, "counts or datatypes disagree"),
     # The members' messages meet here, and the protocol notices first.
     ("root", 3, 2000, 2000, "the ranks name different roots|same counts, datatypes and root"),
     ("kind", 3, 8, 8, "called MPI_Bcast where this rank called MPI_Allreduce"),

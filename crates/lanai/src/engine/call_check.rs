@@ -29,16 +29,20 @@ pub enum CallKind {
     Allreduce,
     Gather,
     Scatter,
+    Allgather,
+    Alltoall,
 }
 
 impl CallKind {
-    const ALL: [CallKind; 6] = [
+    const ALL: [CallKind; 8] = [
         CallKind::Barrier,
         CallKind::Bcast,
         CallKind::Reduce,
         CallKind::Allreduce,
         CallKind::Gather,
         CallKind::Scatter,
+        CallKind::Allgather,
+        CallKind::Alltoall,
     ];
 
     fn name(self) -> &'static str {
@@ -49,6 +53,8 @@ impl CallKind {
             CallKind::Allreduce => "MPI_Allreduce",
             CallKind::Gather => "MPI_Gather",
             CallKind::Scatter => "MPI_Scatter",
+            CallKind::Allgather => "MPI_Allgather",
+            CallKind::Alltoall => "MPI_Alltoall",
         }
     }
 

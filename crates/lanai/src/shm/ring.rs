@@ -548,7 +548,8 @@ mod tests {
     #[test]
     fn a_reader_racing_the_writer_sees_whole_calls() {
         // A node per thread (a node is not shared between threads), on one
-        // segment; the name goes when the test ends, however it ends.
+        // segment; the name goes once the writer has mapped it, or when the
+        // test ends, however it ends.
         struct Unlink(String);
         impl Drop for Unlink {
             fn drop(&mut self) {
@@ -558,8 +559,10 @@ mod tests {
         let name = format!("/lanai-test-{}-calls", std::process::id());
         let len = segment_len(2, 4096);
         let reader = ShmNode::new(Segment::create(&name, len).unwrap(), 2, 0, 4096, 0).unwrap();
-        let _unlink = Unlink(name.clone());
+        let unlink = Unlink(name.clone());
         reader.init();
+        let opened = std::sync::atomic::AtomicBool::new(false);
+        let opened = &opened;
         // The writer publishes until the reader has read enough whole
         // entries, so the two always overlap.
         let stop = std::sync::atomic::AtomicBool::new(false);
@@ -574,6 +577,7 @@ mod tests {
         std::thread::scope(|s| {
             let writer = s.spawn(move || {
                 let w = ShmNode::new(Segment::open(&name, len).unwrap(), 2, 1, 4096, 0).unwrap();
+                opened.store(true, Ordering::Release);
                 let mut n = 0u64;
                 while !stop.load(Ordering::Acquire) {
                     w.publish_call(n, [n, n.wrapping_mul(3), !n]);
@@ -582,6 +586,10 @@ mod tests {
                 n
             });
             let stopping = Stop(stop);
+            while !opened.load(Ordering::Acquire) && !writer.is_finished() {
+                std::hint::spin_loop();
+            }
+            drop(unlink);
             let (mut whole, mut latest) = (0u64, 0u64);
             while whole < 300_000 && !writer.is_finished() {
                 for slot in 0..2 {

@@ -15,7 +15,7 @@ use super::datatype::staging::{self as staged, Mode, Staged, Use};
 use super::requests::handle_of;
 use super::userbuf::UserBuf;
 use super::{call, comm_idx, types, user_buf};
-use crate::engine::call_check::{Call, CallKind};
+use crate::engine::call_check::CallKind;
 use crate::engine::coll::{Combiner, MakeCombiner};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
@@ -278,7 +278,7 @@ mpi_fn! { MPI_Barrier / PMPI_Barrier (comm: MPI_Comm) -> c_int {
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Wait) }; }
     blocking("MPI_Barrier", comm, |e| {
         let ci = comm_idx(comm)?;
-        e.enter_call(ci, Call { kind: CallKind::Barrier, root: None, bytes: 0 })?;
+        e.enter_call(true, ci, CallKind::Barrier, None, 0)?;
         e.start_barrier(ci, true)
     })
 }}
@@ -305,16 +305,7 @@ unsafe fn bcast(
     let root = check_root(e, ci, root)?;
     // SAFETY: forwarded from this function's contract.
     let b = unsafe { user_buf(buffer, count, datatype)? };
-    if blocking {
-        e.enter_call(
-            ci,
-            Call {
-                kind: CallKind::Bcast,
-                root: Some(root),
-                bytes: b.len() as u64,
-            },
-        )?;
-    }
+    e.enter_call(blocking, ci, CallKind::Bcast, Some(root), b.len())?;
     e.start_user_bcast(ci, b, root, blocking)
 }
 
@@ -430,17 +421,7 @@ unsafe fn reduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         (false, _) => unsafe { user_buf(sendbuf, count, datatype)? },
     };
-    if blocking {
-        let bytes = data.len() as u64;
-        e.enter_call(
-            ci,
-            Call {
-                kind: CallKind::Reduce,
-                root: Some(root),
-                bytes,
-            },
-        )?;
-    }
+    e.enter_call(blocking, ci, CallKind::Reduce, Some(root), data.len())?;
     e.start_reduce(ci, data, out, root, OpArg { dt: op_dt, op }, blocking)
 }
 
@@ -590,17 +571,7 @@ unsafe fn allreduce(
         // SAFETY: the send buffer, valid and unchanged until completion.
         unsafe { user_buf(sendbuf, count, datatype)? }
     };
-    if blocking {
-        let bytes = data.len() as u64;
-        e.enter_call(
-            ci,
-            Call {
-                kind: CallKind::Allreduce,
-                root: None,
-                bytes,
-            },
-        )?;
-    }
+    e.enter_call(blocking, ci, CallKind::Allreduce, None, data.len())?;
     if e.allreduce_through_root(ci, data.len(), blocking)? {
         return e.start_allreduce_through_root(ci, data, out, OpArg { dt: op_dt, op }, blocking);
     }

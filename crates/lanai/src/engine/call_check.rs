@@ -67,10 +67,10 @@ impl CallKind {
 /// one) and the bytes of the block it sends or receives, which every member
 /// must agree on (a gather's root gives the bytes of each block it receives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Call {
-    pub kind: CallKind,
-    pub root: Option<u32>,
-    pub bytes: u64,
+struct Call {
+    kind: CallKind,
+    root: Option<u32>,
+    bytes: u64,
 }
 
 /// A call, numbered on its communicator (identified by its context id).
@@ -147,13 +147,26 @@ fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
 }
 
 impl Engine {
-    /// Numbers a blocking collective the user called on `comm` and
-    /// publishes it for the node's other members to check. Alone on its
-    /// node a rank has nobody to check with, and numbers nothing.
+    /// Numbers a collective the user called on `comm` and publishes it for
+    /// the node's other members to check: `kind` with `root` and `bytes`
+    /// (see [`Call`]). Only blocking calls take part (`blocking`); alone on
+    /// its node a rank has nobody to check with, and numbers nothing.
     #[inline(always)]
-    pub fn enter_call(&mut self, comm: usize, call: Call) -> MpiResult<()> {
-        let Some(shm) = self.net.shm.as_ref() else {
+    pub fn enter_call(
+        &mut self,
+        blocking: bool,
+        comm: usize,
+        kind: CallKind,
+        root: Option<u32>,
+        bytes: usize,
+    ) -> MpiResult<()> {
+        let (true, Some(shm)) = (blocking, self.net.shm.as_ref()) else {
             return Ok(());
+        };
+        let call = Call {
+            kind,
+            root,
+            bytes: bytes as u64,
         };
         let cm = self.comms.get_mut(comm)?;
         let n = cm.user_calls;

@@ -9,7 +9,7 @@ use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Reques
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::abi::user_buf;
-use crate::engine::call_check::{Call, CallKind};
+use crate::engine::call_check::CallKind;
 use crate::engine::error::MpiResult;
 use crate::engine::{Engine, Source};
 use crate::mpi_fn;
@@ -34,14 +34,7 @@ unsafe fn allgather(
     let (ci, rank, size) = comm_info(e, comm)?;
     not_in_place(recvbuf, "the receive buffer")?;
     let (blk, all) = block_bytes(recvcount, recvtype, size)?;
-    if blocking {
-        let call = Call {
-            kind: CallKind::Allgather,
-            root: None,
-            bytes: blk as u64,
-        };
-        e.enter_call(ci, call)?;
-    }
+    e.enter_call(blocking, ci, CallKind::Allgather, None, blk)?;
     // SAFETY: the receive buffer holds `size * recvcount` elements.
     let out = unsafe { bytes_buf(recvbuf, all)? };
     let data = if in_place(sendbuf) {
@@ -330,14 +323,7 @@ unsafe fn alltoall(
         // SAFETY: the send buffer holds `size` blocks, valid until completion.
         (Source::User(unsafe { bytes_buf(sendbuf, sall)? }), sblk)
     };
-    if blocking {
-        let call = Call {
-            kind: CallKind::Alltoall,
-            root: None,
-            bytes: sblk as u64,
-        };
-        e.enter_call(ci, call)?;
-    }
+    e.enter_call(blocking, ci, CallKind::Alltoall, None, sblk)?;
     e.ialltoall(ci, data, sblk, rblk, out, blocking)
 }
 

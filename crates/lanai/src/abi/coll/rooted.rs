@@ -9,7 +9,7 @@ use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::abi::user_buf;
 use crate::abi::userbuf::UserBuf;
-use crate::engine::call_check::{Call, CallKind};
+use crate::engine::call_check::CallKind;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -44,31 +44,12 @@ unsafe fn gather(
         }
         // SAFETY: the send buffer, per the contract.
         let data = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
-        if blocking {
-            let bytes = data.len() as u64;
-            e.enter_call(
-                ci,
-                Call {
-                    kind: CallKind::Gather,
-                    root: Some(root),
-                    bytes,
-                },
-            )?;
-        }
+        e.enter_call(blocking, ci, CallKind::Gather, Some(root), data.len())?;
         return e.igather(ci, data, None, root, blocking);
     }
     not_in_place(recvbuf, "the receive buffer")?;
     let (blk, all) = block_bytes(recvcount, recvtype, size)?;
-    if blocking {
-        e.enter_call(
-            ci,
-            Call {
-                kind: CallKind::Gather,
-                root: Some(root),
-                bytes: blk as u64,
-            },
-        )?;
-    }
+    e.enter_call(blocking, ci, CallKind::Gather, Some(root), blk)?;
     // SAFETY: the root's receive buffer holds `size * recvcount` elements.
     let out = unsafe { bytes_buf(recvbuf, all)? };
     let data = if in_place(sendbuf) {
@@ -369,17 +350,7 @@ unsafe fn scatter(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
-        if blocking {
-            let bytes = out.len() as u64;
-            e.enter_call(
-                ci,
-                Call {
-                    kind: CallKind::Scatter,
-                    root: Some(root),
-                    bytes,
-                },
-            )?;
-        }
+        e.enter_call(blocking, ci, CallKind::Scatter, Some(root), out.len())?;
         return e.iscatter(ci, UserBuf::EMPTY, out.len(), Some(out), root, blocking);
     }
     not_in_place(
@@ -387,16 +358,7 @@ unsafe fn scatter(
         "the send buffer (use it as the root's receive buffer)",
     )?;
     let (blk, all) = block_bytes(sendcount, sendtype, size)?;
-    if blocking {
-        e.enter_call(
-            ci,
-            Call {
-                kind: CallKind::Scatter,
-                root: Some(root),
-                bytes: blk as u64,
-            },
-        )?;
-    }
+    e.enter_call(blocking, ci, CallKind::Scatter, Some(root), blk)?;
     // SAFETY: the root's send buffer holds `size * sendcount` elements.
     let data = unsafe { bytes_buf(sendbuf, all)? };
     // SAFETY: the root's receive buffer, per the contract.

@@ -10,9 +10,11 @@ wait for the others forever; instead a member that has waited a second
 compares its call with the same-numbered calls the node's other members
 published (engine/call_check.rs) and fails with the difference. Under the
 default handler that ends the job, with the message, within seconds and
-without leftovers. Across nodes, where one size goes by rendezvous and
-the other eagerly, the job still hangs (docs/decisions.md, "Collectives
-whose ranks disagree on the count")."""
+without leftovers. A member waiting for a node member whose same call
+failed fails too, with the same class. Across nodes, where one size goes
+by rendezvous and the other eagerly, the job still hangs with 2 or 3
+ranks on as many nodes (docs/decisions.md, "Collectives whose ranks
+disagree on the count")."""
 
 import re
 
@@ -26,6 +28,9 @@ RETURNING = [
     (2, 1, 40, 100), (3, 1, 100, 40), (4, 1, 40, 100), (8, 1, 10, 56),
     (2, 2, 2000, 40), (3, 3, 40, 2000), (3, 2, 100, 40), (3, 3, 40, 100),
     (3, 1, 2000, 40), (4, 1, 40, 2000), (3, 1, 40, 70000),
+    # A node leader fails at its own truncation; the member waiting on the
+    # device for it fails with its class (its published call says so).
+    (4, 2, 2000, 40), (4, 2, 40, 2000),
 ]
 # (what, ranks, root bytes, others' bytes, what the error says), one node
 FATAL = [

@@ -15,6 +15,7 @@ fn env(len: usize) -> Envelope {
         tag: 0,
         len: len as u64,
         cookie: 0,
+        sig: 0,
     }
 }
 

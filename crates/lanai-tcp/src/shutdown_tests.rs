@@ -37,6 +37,7 @@ fn env(src: u32) -> crate::Envelope {
         tag: 7,
         len: 1,
         cookie: 1,
+        sig: 0,
     }
 }
 

@@ -61,6 +61,7 @@ fn env(src: u32, tag: i32, len: usize) -> Envelope {
         tag,
         len: len as u64,
         cookie: tag as u64 * 3 + 1,
+        sig: 0,
     }
 }
 

@@ -52,6 +52,11 @@ pub struct Envelope {
     pub len: u64,
     /// Sender's request id, echoed by acknowledgements.
     pub cookie: u64,
+    /// On a collective's message, what the sender's call was (its
+    /// function, root and size, folded small), so a receiver whose call
+    /// differs fails at once instead of waiting for messages that will
+    /// never come; 0 where there is nothing to check.
+    pub sig: u16,
 }
 
 /// Encoded size of an [`Envelope`].
@@ -84,6 +89,7 @@ impl Envelope {
         let mut b = [0u8; ENVELOPE_LEN];
         b[0] = self.kind as u8;
         b[1] = self.flags;
+        b[2..4].copy_from_slice(&self.sig.to_le_bytes());
         b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
         b[8..12].copy_from_slice(&self.src.to_le_bytes());
         b[12..16].copy_from_slice(&self.tag.to_le_bytes());
@@ -109,6 +115,7 @@ impl Envelope {
             tag: word(12) as i32,
             len: dword(16),
             cookie: dword(24),
+            sig: u16::from_le_bytes([b[2], b[3]]),
         })
     }
 }
@@ -120,8 +127,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(kind in 1u8..=7, flags: u8, ctx: u32, src: u32, tag: i32, len: u64, cookie: u64) {
-            let e = Envelope { kind: Kind::from_u8(kind).unwrap(), flags, ctx, src, tag, len, cookie };
+        fn round_trip(kind in 1u8..=7, flags: u8, ctx: u32, src: u32, tag: i32, len: u64, cookie: u64, sig: u16) {
+            let e = Envelope { kind: Kind::from_u8(kind).unwrap(), flags, ctx, src, tag, len, cookie, sig };
             prop_assert_eq!(Envelope::decode(&e.encode()), Ok(e));
         }
 

@@ -777,6 +777,7 @@ mod tests {
             tag: i as i32,
             len: i,
             cookie: i.wrapping_mul(0x9e37_79b9),
+            sig: 0,
         }
     }
 

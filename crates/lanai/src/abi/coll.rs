@@ -244,7 +244,7 @@ fn blocking(
 ) -> c_int {
     call(name, Some(comm), |e| {
         let r = start(e).and_then(|req| e.finish_coll(req));
-        e.leave_call();
+        e.leave_call(r.as_ref().err().map(|e| e.class));
         r
     })
 }

@@ -6,8 +6,18 @@
 //! was called with is published in the node segment (the rank's latest two
 //! calls). A rank that has waited long in one (a second, at the liveness
 //! check) compares its call with the same-numbered calls of the members on
-//! its node and fails with the difference. Across nodes the messages
-//! themselves carry lengths, so no such check is needed there.
+//! its node and fails with the difference.
+//!
+//! Across nodes, every message of a collective instance started by such a
+//! call carries the call folded into 16 bits (`Envelope::sig`). A receiver
+//! whose own call folds differently notes it; if the instance is still
+//! running at the next liveness check, it fails, and tells every member
+//! of the instance, so that those waiting for it fail too (`FAILED`
+//! notices, in `coll.rs`). An instance that ends anyway, with the
+//! machine's own error or none, ends as it did before. A blocking call
+//! that fails marks its published entry with its error class, so the
+//! members on its node that wait for it (on the device, where no message
+//! comes) fail at their next check with the same class.
 //!
 //! Only the calls the user makes are numbered, at the ABI, before any
 //! path is picked: an internal operation taken on some ranks only would
@@ -67,50 +77,125 @@ impl CallKind {
 /// one) and the bytes of the block it sends or receives, which every member
 /// must agree on (a gather's root gives the bytes of each block it receives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Call {
+pub struct Call {
     kind: CallKind,
     root: Option<u32>,
     bytes: u64,
 }
 
+const NO_ROOT: u32 = u32::MAX;
+
+impl Call {
+    /// The call folded into an envelope's `sig`, never 0: the function
+    /// (4 bits), the root's low 4 bits and 8 bits of the size. Two calls
+    /// that differ fold alike only when their sizes collide in those 8
+    /// bits; the check then misses, as it did before it existed.
+    pub fn sig(&self) -> u16 {
+        let root = self.root.map_or(0xf, |r| r & 0xf) as u16;
+        let size = (self.bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u16;
+        ((self.kind as u16) << 12) | (root << 8) | size
+    }
+
+    /// Two words for a `FAILED` notice.
+    pub fn words(&self) -> [u64; 2] {
+        [
+            (u64::from(self.kind as u8) << 32) | u64::from(self.root.unwrap_or(NO_ROOT)),
+            self.bytes,
+        ]
+    }
+
+    /// `None` for words never written (kind 0) or not understood.
+    pub fn from_words(w: [u64; 2]) -> Option<Self> {
+        let kind = CallKind::from_u8((w[0] >> 32) as u8)?;
+        let root = (w[0] as u32 != NO_ROOT).then_some(w[0] as u32);
+        Some(Call {
+            kind,
+            root,
+            bytes: w[1],
+        })
+    }
+
+    /// The function's name, for messages.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
 /// A call, numbered on its communicator (identified by its context id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Signed {
+pub struct Signed {
     ctx: u32,
     n: u32,
     call: Call,
+    /// The error class the call returned, if it failed: members waiting
+    /// for it would never finish.
+    failed: Option<u8>,
 }
 
-const NO_ROOT: u32 = u32::MAX;
+/// Where a published entry's second word keeps the failed call's class
+/// plus one (0: it has not failed), above the function's byte.
+const FAILED_SHIFT: u32 = 40;
+const FAILED_MASK: u64 = 0xff << FAILED_SHIFT;
 
 impl Signed {
     fn words(&self) -> [u64; CALL_WORDS] {
-        let c = &self.call;
+        let [a, b] = self.call.words();
+        let failed = self.failed.map_or(0, |c| u64::from(c) + 1) << FAILED_SHIFT;
         [
             (u64::from(self.ctx) << 32) | u64::from(self.n),
-            (u64::from(c.kind as u8) << 32) | u64::from(c.root.unwrap_or(NO_ROOT)),
-            c.bytes,
+            a | failed,
+            b,
         ]
     }
 
     /// `None` for an entry never written (kind 0) or not understood.
     fn from_words(w: [u64; CALL_WORDS]) -> Option<Self> {
-        let kind = CallKind::from_u8((w[1] >> 32) as u8)?;
-        let root = (w[1] as u32 != NO_ROOT).then_some(w[1] as u32);
+        let failed = ((w[1] & FAILED_MASK) >> FAILED_SHIFT) as u8;
         Some(Signed {
             ctx: (w[0] >> 32) as u32,
             n: w[0] as u32,
-            call: Call {
-                kind,
-                root,
-                bytes: w[2],
-            },
+            call: Call::from_words([w[1] & !FAILED_MASK, w[2]])?,
+            failed: failed.checked_sub(1),
         })
     }
 }
 
+/// How a member's call, known only by its `sig`, differs from `mine`.
+pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
+    let theirs = CallKind::from_u8((sig >> 12) as u8);
+    if theirs != Some(mine.kind) {
+        let name = theirs.map_or("another collective", CallKind::name);
+        return MpiError::new(
+            c::MPI_ERR_OTHER,
+            format!(
+                "the ranks call different collectives: rank {them} called {name} where this \
+                 rank called {}",
+                mine.kind.name()
+            ),
+        );
+    }
+    if u32::from((sig >> 8) & 0xf) != mine.root.map_or(0xf, |r| r & 0xf) {
+        return MpiError::new(
+            c::MPI_ERR_ROOT,
+            format!(
+                "the ranks name different roots: rank {them} named another root than this \
+                 rank's {}",
+                mine.root.map_or(0, |r| r)
+            ),
+        );
+    }
+    MpiError::new(
+        c::MPI_ERR_TRUNCATE,
+        format!(
+            "the ranks' counts or datatypes disagree: rank {them} passed another size than \
+             this rank's {} bytes",
+            mine.bytes
+        ),
+    )
+}
+
 /// How `theirs` (communicator rank `them`) differs from `mine`, if it does.
-fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
+pub fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
     if mine.kind != theirs.kind {
         return Some(MpiError::new(
             c::MPI_ERR_OTHER,
@@ -149,8 +234,9 @@ fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
 impl Engine {
     /// Numbers a collective the user called on `comm` and publishes it for
     /// the node's other members to check: `kind` with `root` and `bytes`
-    /// (see [`Call`]). Only blocking calls take part (`blocking`); alone on
-    /// its node a rank has nobody to check with, and numbers nothing.
+    /// (see [`Call`]). Only blocking calls take part (`blocking`). The
+    /// instances the call starts carry it in their messages
+    /// ([`Call::sig`]) until it waits ([`Engine::finish_coll`]).
     #[inline(always)]
     pub fn enter_call(
         &mut self,
@@ -160,9 +246,9 @@ impl Engine {
         root: Option<u32>,
         bytes: usize,
     ) -> MpiResult<()> {
-        let (true, Some(shm)) = (blocking, self.net.shm.as_ref()) else {
+        if !blocking {
             return Ok(());
-        };
+        }
         let call = Call {
             kind,
             root,
@@ -175,10 +261,14 @@ impl Engine {
             ctx: cm.ctx,
             n,
             call,
+            failed: None,
         };
-        shm.publish_call(self.calls_published, signed.words());
-        self.calls_published += 1;
-        self.in_call = Some(comm);
+        if let Some(shm) = self.net.shm.as_ref() {
+            shm.publish_call(self.calls_published, signed.words());
+            self.calls_published += 1;
+        }
+        self.in_call = Some((comm, signed));
+        self.signing = true;
         Ok(())
     }
 
@@ -197,20 +287,43 @@ impl Engine {
         }
     }
 
-    /// The blocking collective has returned.
-    pub fn leave_call(&mut self) {
+    /// The blocking collective has returned, with an error of class
+    /// `failed` if it failed: then its published entry says so, for the
+    /// members on this node that wait for it.
+    #[inline(always)]
+    pub fn leave_call(&mut self, failed: Option<i32>) {
+        self.signing = false;
+        if let Some(class) = failed {
+            self.publish_failure(class);
+        }
         self.in_call = None;
     }
 
-    /// While waiting in a blocking collective: fails if a member on this
-    /// node made the same-numbered call differently.
-    pub(super) fn check_call(&self) -> MpiResult<()> {
-        let (Some(comm), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
-            return Ok(());
+    /// The call in progress failed with `class`: its published entry says so.
+    #[cold]
+    fn publish_failure(&mut self, class: i32) {
+        let (Some((_, mut signed)), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
+            return;
         };
-        // This rank's call is the entry it published last.
-        let latest = (self.calls_published.wrapping_sub(1) % 2) as usize;
-        let Some(mine) = shm.peer_call(shm.me(), latest).and_then(Signed::from_words) else {
+        // One byte holds the class plus one.
+        let class = u8::try_from(class).ok().filter(|&c| c < u8::MAX);
+        signed.failed = Some(class.unwrap_or(c::MPI_ERR_OTHER as u8));
+        shm.publish_call(self.calls_published.wrapping_sub(1), signed.words());
+    }
+
+    /// The call that starts an instance now, if one is starting it.
+    #[inline(always)]
+    pub(super) fn signing_call(&self) -> Option<Call> {
+        match (self.signing, self.in_call) {
+            (true, Some((_, s))) => Some(s.call),
+            _ => None,
+        }
+    }
+
+    /// While waiting in a blocking collective: fails if a member on this
+    /// node made the same-numbered call differently, or made it and failed.
+    pub(super) fn check_call(&self) -> MpiResult<()> {
+        let (Some((comm, mine)), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
             return Ok(());
         };
         let Ok(cm) = self.comms.get(comm) else {
@@ -223,10 +336,27 @@ impl Engine {
             };
             for slot in 0..2 {
                 let theirs = shm.peer_call(local, slot).and_then(Signed::from_words);
-                if let Some(t) = theirs.filter(|t| t.ctx == mine.ctx && t.n == mine.n) {
-                    if let Some(e) = disagreement(&mine.call, &t.call, r) {
-                        return Err(e);
-                    }
+                let Some(t) = theirs.filter(|t| t.ctx == mine.ctx && t.n == mine.n) else {
+                    continue;
+                };
+                if let Some(e) = disagreement(&mine.call, &t.call, r) {
+                    return Err(e);
+                }
+                if let Some(class) = t.failed {
+                    let class = i32::from(class);
+                    let why = if class == c::MPI_ERR_TRUNCATE {
+                        " (the ranks' counts or datatypes disagree)"
+                    } else {
+                        ""
+                    };
+                    return Err(MpiError::new(
+                        class,
+                        format!(
+                            "rank {r} failed in this {} with error class {class}{why}, so this \
+                             rank cannot complete it",
+                            mine.call.name()
+                        ),
+                    ));
                 }
             }
         }
@@ -246,12 +376,16 @@ mod tests {
     fn entries_round_trip_and_blank_ones_are_none() {
         for kind in CallKind::ALL {
             for root in [None, Some(0), Some(7)] {
-                let s = Signed {
-                    ctx: 0x8000_0002,
-                    n: u32::MAX,
-                    call: call(kind, root, u64::MAX - 1),
-                };
-                assert_eq!(Signed::from_words(s.words()), Some(s));
+                for failed in [None, Some(0), Some(14), Some(254)] {
+                    let s = Signed {
+                        ctx: 0x8000_0002,
+                        n: u32::MAX,
+                        call: call(kind, root, u64::MAX - 1),
+                        failed,
+                    };
+                    assert_eq!(Signed::from_words(s.words()), Some(s));
+                    assert_eq!(Call::from_words(s.call.words()), Some(s.call));
+                }
             }
         }
         assert_eq!(
@@ -281,5 +415,36 @@ mod tests {
         assert!(e
             .msg
             .contains("rank 2 called MPI_Reduce where this rank called MPI_Bcast"));
+    }
+
+    #[test]
+    fn sigs_are_never_zero_and_tell_what_differs() {
+        let bcast = call(CallKind::Bcast, Some(0), 40);
+        for kind in CallKind::ALL {
+            for root in [None, Some(0), Some(15), Some(16)] {
+                for bytes in [0, 1, 40, 70000, u64::MAX] {
+                    assert_ne!(call(kind, root, bytes).sig(), 0);
+                }
+            }
+        }
+        let e = sig_disagreement(&bcast, call(CallKind::Bcast, Some(0), 70000).sig(), 1);
+        assert_eq!(e.class, c::MPI_ERR_TRUNCATE);
+        assert!(e.msg.contains("counts or datatypes disagree"), "{}", e.msg);
+        let e = sig_disagreement(&bcast, call(CallKind::Bcast, Some(2), 40).sig(), 1);
+        assert_eq!(e.class, c::MPI_ERR_ROOT);
+        let e = sig_disagreement(&bcast, call(CallKind::Allreduce, None, 40).sig(), 3);
+        assert_eq!(e.class, c::MPI_ERR_OTHER);
+        assert!(e.msg.contains("rank 3 called MPI_Allreduce"), "{}", e.msg);
+        // Sizes that differ in a program (off by one, a factor of two, a
+        // string's length against its buffer's) fold apart.
+        for a in [8u64, 40, 100, 2000, 4096, 70000] {
+            for b in [a + 1, a * 2, a / 2, a + 8] {
+                assert_ne!(
+                    call(CallKind::Bcast, Some(0), a).sig(),
+                    call(CallKind::Bcast, Some(0), b).sig(),
+                    "{a} {b}"
+                );
+            }
+        }
     }
 }

@@ -2,6 +2,8 @@
 //! engine's transports. Messages carry the collective context and the
 //! instance's sequence number, so early arrivals wait for their instance.
 
+use super::call_check::{self, Call};
+use super::coll_ref;
 use super::comm::RankMap;
 use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
@@ -12,12 +14,12 @@ use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
     AllgatherAlgo, AllreduceAlgo, BarrierAlgo, BcastAlgo, CollError, Collective, Combine, Head,
-    Layout, ReduceTree, ScanAlgo,
+    Layout, Outgoing, ReduceTree, ScanAlgo,
 };
 use lanai_common::knobs;
 use lanai_wire::envelope::{Envelope, Kind};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 type Machine = Box<dyn Collective + Send>;
 /// An instance's name: its collective context and sequence number.
@@ -220,6 +222,11 @@ struct Instance {
     /// Where the result goes, written when the instance completes.
     out: Option<CollOut>,
     error: Option<CollError>,
+    /// The user's call that started it, which its messages carry
+    /// (`call_check.rs`); `None` for an instance no call signed.
+    call: Option<Call>,
+    /// A member's call differs, or a member said the instance failed.
+    fault: Option<Fault>,
     /// Cookies of the messages it lent (`coll_ref.rs`), so that past the
     /// lending bound it waits for its own and asks only their receivers.
     lent: Vec<u64>,
@@ -266,7 +273,23 @@ pub struct Colls {
     /// Where a staged reduce's root keeps the partial results it may not
     /// leave in the parts (`lanai_coll::fold_into`), kept between calls.
     pub fold_scratch: Vec<u8>,
+    /// Why instances failed for a fault (`Fault`), by request, until their
+    /// blocking call reads it; the latest [`FAILURES_KEPT`].
+    failures: VecDeque<(usize, MpiError)>,
 }
+
+/// Why a member's call and this rank's, for the same instance, cannot meet.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// A message from member `from` whose call folds to `sig`.
+    Sig { from: u32, sig: u16 },
+    /// Member `from` found that the members' calls differ; its own call,
+    /// when it said.
+    Notice { from: u32, theirs: Option<Call> },
+}
+
+/// Failure messages kept for requests not waited on yet.
+const FAILURES_KEPT: usize = 16;
 
 /// Largest contribution a flat reduce carries (`Engine::flat_reduce_suits`):
 /// the root holds every rank's at once.
@@ -290,6 +313,16 @@ impl Colls {
         match self.index.get(&(ctx, seq)) {
             Some(&i) => {
                 let inst = &mut self.active[i];
+                let sig = inst.call.map_or(0, |c| c.sig());
+                if sig != 0 && env.sig != 0 && sig != env.sig {
+                    // Its call differs from ours. The instance may still end,
+                    // with the machine's own error or none; if it is still
+                    // waiting at the next liveness check, it fails then.
+                    inst.fault.get_or_insert(Fault::Sig {
+                        from: env.src,
+                        sig: env.sig,
+                    });
+                }
                 if let Err(e) = msg.feed(&mut inst.machine, env.src) {
                     inst.error.get_or_insert(e);
                 }
@@ -362,6 +395,8 @@ impl Colls {
             req: 0,
             out: None,
             error: None,
+            call: None,
+            fault: None,
             lent: Vec::new(),
             queued: false,
         });
@@ -399,6 +434,41 @@ impl Colls {
             self.index.insert((moved.ctx, moved.seq), at);
         }
         inst
+    }
+
+    /// Member `env.src` found that the members' calls of instance
+    /// (`env.ctx`, `env.tag`) differ (a `FAILED` notice, its call in
+    /// `body`): the instance fails if it is still running here at the next
+    /// liveness check. One that is over or not started has nothing to
+    /// fail.
+    pub fn fault_notice(&mut self, env: &Envelope, body: &[u8]) {
+        let key = (env.ctx, env.tag as u32);
+        let Some(&i) = self.index.get(&key) else {
+            return;
+        };
+        let word = |k: usize| {
+            body.get(k * 8..k * 8 + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        };
+        let theirs = Call::from_words([word(0), word(1)]);
+        let inst = &mut self.active[i];
+        inst.fault.get_or_insert(Fault::Notice {
+            from: env.src,
+            theirs,
+        });
+        self.dirty = true;
+        if !inst.queued {
+            inst.queued = true;
+            self.ready.push(key);
+        }
+    }
+
+    /// The message an instance of request `req` failed with, if a fault
+    /// failed it.
+    pub fn take_failure(&mut self, req: usize) -> Option<MpiError> {
+        let at = self.failures.iter().position(|(r, _)| *r == req)?;
+        self.failures.remove(at).map(|(_, e)| e)
     }
 
     /// Makes the next `drive_colls` run although no instance was fed: an
@@ -722,6 +792,8 @@ impl Engine {
             req,
             out,
             error: None,
+            call: self.signing_call(),
+            fault: None,
             lent: Vec::new(),
             queued: false,
         });
@@ -797,6 +869,7 @@ impl Engine {
                 tag: inst.seq as i32,
                 len: out.len() as u64,
                 cookie: 0,
+                sig: inst.call.map_or(0, |c| c.sig()),
             };
             let to = match &inst.map {
                 RankMap::Identity => out.to,
@@ -819,6 +892,84 @@ impl Engine {
         Ok(did | self.finish_or_hold(inst)?)
     }
 
+    /// At a liveness check (this rank has waited a second): fails every
+    /// instance still running whose members' calls were found to differ.
+    pub(super) fn fail_faulted(&mut self) -> MpiResult<()> {
+        while let Some(i) = self.st.colls.active.iter().position(|x| x.fault.is_some()) {
+            let f = self.st.colls.active[i].fault.take();
+            if let Some(f) = f {
+                self.fail_instance(i, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends active instance `i` for fault `f`: its request completes with
+    /// the error, which its blocking call reads ([`Colls::take_failure`]).
+    /// When this rank found the difference itself, it tells every other
+    /// member (a `FAILED` notice with its call), so that those waiting
+    /// for this instance, or for the member that sent what did not fit,
+    /// fail too instead of waiting forever. The instance's late messages
+    /// are kept as early ones, for an instance that never starts.
+    fn fail_instance(&mut self, i: usize, f: Fault) -> MpiResult<()> {
+        let inst = self.st.colls.remove_active(i);
+        let err = match (f, inst.call) {
+            (Fault::Sig { from, sig }, Some(mine)) => {
+                call_check::sig_disagreement(&mine, sig, from)
+            }
+            (Fault::Notice { from, theirs }, mine) => mine
+                .zip(theirs)
+                .and_then(|(m, t)| call_check::disagreement(&m, &t, from))
+                .unwrap_or_else(|| {
+                    MpiError::new(
+                        crate::abi::consts::MPI_ERR_OTHER,
+                        format!(
+                            "rank {from} found that the ranks' calls of this collective \
+                             disagree (function, root, or count and datatype)"
+                        ),
+                    )
+                }),
+            (Fault::Sig { from, .. }, None) => {
+                MpiError::internal(format!("unsigned instance faulted by rank {from}"))
+            }
+        };
+        let status = Status {
+            error: err.class,
+            ..coll_status()
+        };
+        self.st.reqs.complete(inst.req, status);
+        let colls = &mut self.st.colls;
+        if colls.failures.len() == FAILURES_KEPT {
+            colls.failures.pop_front();
+        }
+        colls.failures.push_back((inst.req, err));
+        let (Fault::Sig { .. }, Some(mine)) = (f, inst.call) else {
+            return Ok(());
+        };
+        let members: Vec<u32> = match &inst.map {
+            RankMap::Identity => (0..self.job.size).collect(),
+            RankMap::List(l) => l.clone(),
+        };
+        let body: Vec<u8> = mine.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+        for (r, &to) in members.iter().enumerate() {
+            if r as u32 == inst.rank {
+                continue;
+            }
+            let env = Envelope {
+                kind: Kind::Coll,
+                flags: coll_ref::FAILED,
+                ctx: inst.ctx,
+                src: inst.rank,
+                tag: inst.seq as i32,
+                len: body.len() as u64,
+                cookie: 0,
+                sig: 0,
+            };
+            self.send_coll(to, env, Outgoing::new(r as u32, &[], body.clone()), false)?;
+        }
+        Ok(())
+    }
+
     /// Completes a done instance, unless it waits past the lending bound
     /// for its lent messages to be used: then it asks for their answers
     /// and is held until an answer comes. True if it completed.
@@ -837,6 +988,8 @@ impl Engine {
 
     /// Waits for the collective request `req` and releases it.
     pub fn finish_coll(&mut self, req: usize) -> MpiResult<()> {
+        // What starts while this waits is not the call's own.
+        self.signing = false;
         if req == DONE {
             return Ok(());
         }
@@ -844,7 +997,11 @@ impl Engine {
         let status = self.st.reqs.get(req).map(|r| r.status);
         self.st.reqs.remove(req);
         match status {
-            Some(st) if st.error != 0 => Err(coll_failure(&st)),
+            Some(st) if st.error != 0 => Err(self
+                .st
+                .colls
+                .take_failure(req)
+                .unwrap_or_else(|| coll_failure(&st))),
             _ => Ok(()),
         }
     }
@@ -1473,6 +1630,7 @@ mod tests {
                                 tag: seq as i32,
                                 len: 3,
                                 cookie: 0,
+                                sig: 0,
                             };
                             let kept = !c.deliver(&env, 1, Msg::Whole(Cow::Borrowed(&[3, 0, 42])));
                             prop_assert_eq!(kept, !live.contains(&seq));

@@ -80,6 +80,10 @@ pub const ASK: u8 = 32;
 /// your unlent messages wait here for instances not started yet; lend me
 /// every message you would lend over the network, from now on.
 pub const LEND: u8 = 64;
+/// `Kind::Coll` flag, between any members: the sender found that the
+/// members' calls of instance `tag` differ (`call_check.rs`); its own call
+/// follows, two little-endian `u64` words. The instance fails where it runs.
+pub const FAILED: u8 = 128;
 
 /// A message a peer has not used yet, as it is lent.
 #[derive(Debug)]
@@ -359,6 +363,12 @@ fn control(flags: u8, cookie: u64) -> Envelope {
 impl State {
     /// A collective message, or an answer about one of our references.
     pub fn deliver_coll(&mut self, env: Envelope, from: u32, msg: Msg<'_>) {
+        if env.flags & FAILED != 0 {
+            if let Msg::Whole(b) = &msg {
+                self.colls.fault_notice(&env, b);
+            }
+            return;
+        }
         if env.flags & USED != 0 {
             let rest = match &msg {
                 Msg::Whole(b) => &b[..],
@@ -651,6 +661,7 @@ impl Engine {
             let e = Envelope {
                 flags: env.flags | ACK,
                 cookie,
+                sig: 0,
                 ..env
             };
             self.net_send_parts(to, &e, [&out.head, &out.body])?;
@@ -660,6 +671,7 @@ impl Engine {
         let r = Envelope {
             flags: env.flags | BY_REF,
             cookie,
+            sig: 0,
             ..env
         };
         let mut payload = Vec::with_capacity(12 + out.head.len());
@@ -689,6 +701,7 @@ impl Engine {
         let env = Envelope {
             flags: env.flags | REF_DATA,
             cookie,
+            sig: 0,
             ..env
         };
         self.net_send(to, &env, &out.to_bytes())
@@ -738,6 +751,7 @@ mod tests {
             tag: seq as i32,
             len: len as u64,
             cookie,
+            sig: 0,
         }
     }
 

@@ -240,6 +240,7 @@ mod tests {
             tag,
             len: len as u64,
             cookie: 77,
+            sig: 0,
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
             tag,
             len: 0,
             cookie: 0,
+            sig: 0,
         }
     }
 

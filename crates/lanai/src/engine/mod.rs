@@ -97,8 +97,12 @@ pub struct Engine {
     /// Blocking collective calls published for the node's checks.
     calls_published: u64,
     /// The communicator of the user's blocking collective in progress,
-    /// whose call is the one published last.
-    in_call: Option<usize>,
+    /// and the call, which is the one published last.
+    in_call: Option<(usize, call_check::Signed)>,
+    /// That call, while it starts the instances that carry it in their
+    /// messages (`Envelope::sig`): not while it waits, nor in progress
+    /// made on the way, which may start other operations' instances.
+    signing: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -326,6 +330,7 @@ impl Engine {
             last_liveness: Instant::now(),
             calls_published: 0,
             in_call: None,
+            signing: false,
         };
         if eng.settings.static_connect {
             eng.connect_all_remote(comm::WORLD)?;

@@ -162,6 +162,7 @@ impl Engine {
                 tag,
                 len: len as u64,
                 cookie: self.st.reqs.cookie(req),
+                sig: 0,
             };
             self.net_send(to, &env, &payload)?;
             // A buffered send is complete for the user once its data is copied.
@@ -189,6 +190,7 @@ impl Engine {
                 tag,
                 len: len as u64,
                 cookie: self.st.reqs.cookie(req),
+                sig: 0,
             };
             self.net_send(to, &env, buf.as_slice())?;
             self.run_followups()?;
@@ -207,6 +209,7 @@ impl Engine {
             tag,
             len: len as u64,
             cookie: 0,
+            sig: 0,
         };
         self.net_send(to, &env, buf.as_slice())?;
         Ok(None)
@@ -620,6 +623,7 @@ impl Engine {
             tag: 0,
             len: n as u64,
             cookie: recv_cookie,
+            sig: 0,
         };
         // A contiguous buffer goes as it lies, with no copy of ours.
         if owned.is_none() && buf.is_contiguous() {
@@ -748,5 +752,6 @@ pub(super) fn control(kind: Kind, flags: u8, cookie: u64) -> Envelope {
         tag: 0,
         len: 0,
         cookie,
+        sig: 0,
     }
 }

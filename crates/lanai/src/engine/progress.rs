@@ -50,6 +50,19 @@ fn pauses_for(gap: Duration) -> u32 {
 impl Engine {
     /// One pass over every transport. True if anything happened.
     pub fn progress(&mut self, may_block: bool) -> MpiResult<bool> {
+        if !self.signing {
+            return self.progress_pass(may_block);
+        }
+        // Instances started here belong to other operations than the call
+        // being started (deferred broadcasts, persistent ones): they carry
+        // no call.
+        self.signing = false;
+        let r = self.progress_pass(may_block);
+        self.signing = true;
+        r
+    }
+
+    fn progress_pass(&mut self, may_block: bool) -> MpiResult<bool> {
         let mut did = false;
         self.tick = self.tick.wrapping_add(1);
         // Posting a descriptor or `drive_offload` (below) changes it; one
@@ -245,8 +258,10 @@ impl Engine {
                 }
             }
         }
-        // Waiting this long in a blocking collective: did a member on this
-        // node call it differently?
+        // Waiting this long in a blocking collective: did a member call it
+        // differently (the messages said so, or on this node, the calls
+        // published)?
+        self.fail_faulted()?;
         self.check_call()
     }
 

@@ -545,6 +545,7 @@ impl Server {
                 tag: hdr.seq as i32,
                 len: (idx.len() + data.len()) as u64,
                 cookie: (u64::from(hdr.lead) << 32) | u64::from(hdr.dst),
+                sig: 0,
             };
             if let Some(tr) = self.trace.as_mut() {
                 tr.at(Event::SendStart, hdr.seq, node);

@@ -465,6 +465,7 @@ mod tests {
             tag,
             len: len as u64,
             cookie: 7,
+            sig: 0,
         }
     }
 

@@ -1067,7 +1067,7 @@ fn blocking_ends(
     crate::abi::call(name, Some(comm), |e| {
         let r = body(e);
         if let Mode::Wait = mode {
-            e.leave_call();
+            e.leave_call(r.as_ref().err().map(|e| e.class));
         }
         r
     })

@@ -452,16 +452,12 @@ impl Colls {
                 .map_or(0, u64::from_le_bytes)
         };
         let theirs = Call::from_words([word(0), word(1)]);
-        let inst = &mut self.active[i];
-        inst.fault.get_or_insert(Fault::Notice {
+        // Acted on at the liveness check (`Engine::fail_faulted`), not by
+        // driving the instance.
+        self.active[i].fault.get_or_insert(Fault::Notice {
             from: env.src,
             theirs,
         });
-        self.dirty = true;
-        if !inst.queued {
-            inst.queued = true;
-            self.ready.push(key);
-        }
     }
 
     /// The message an instance of request `req` failed with, if a fault

@@ -96,12 +96,12 @@ impl Allgather {
                     steps.push(Step::Send {
                         to: partner,
                         kind: kind::ALLGATHER_RD,
-                        ranges: vec![group(rank)],
+                        range: group(rank),
                     });
                     steps.push(Step::Recv {
                         from: partner,
                         kind: kind::ALLGATHER_RD,
-                        ranges: vec![group(partner)],
+                        range: group(partner),
                         apply: Apply::Store,
                     });
                 }

@@ -189,12 +189,12 @@ impl<C: Combine> Rabenseifner<C> {
             steps.push(Step::Send {
                 to: partner,
                 kind: kind_h,
-                ranges: vec![bytes(give.0, give.1)],
+                range: bytes(give.0, give.1),
             });
             steps.push(Step::Recv {
                 from: partner,
                 kind: kind_h,
-                ranges: vec![bytes(keep.0, keep.1)],
+                range: bytes(keep.0, keep.1),
                 apply: if partner < rank {
                     Apply::CombineLower
                 } else {
@@ -212,12 +212,12 @@ impl<C: Combine> Rabenseifner<C> {
             steps.push(Step::Send {
                 to: partner,
                 kind: kind_d,
-                ranges: vec![bytes(lo, hi)],
+                range: bytes(lo, hi),
             });
             steps.push(Step::Recv {
                 from: partner,
                 kind: kind_d,
-                ranges: vec![bytes(theirs.0, theirs.1)],
+                range: bytes(theirs.0, theirs.1),
                 apply: Apply::Store,
             });
             (lo, hi) = (plo, phi);

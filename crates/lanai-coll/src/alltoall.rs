@@ -56,7 +56,7 @@ impl Alltoallv {
             steps.push(Step::Send {
                 to,
                 kind: kind::ALLTOALL,
-                ranges: vec![shift(send.block(to))],
+                range: shift(send.block(to)),
             });
         }
         for s in 1..size {
@@ -64,7 +64,7 @@ impl Alltoallv {
             steps.push(Step::Recv {
                 from,
                 kind: kind::ALLTOALL,
-                ranges: vec![recv.block(from)],
+                range: recv.block(from),
                 apply: Apply::Store,
             });
         }

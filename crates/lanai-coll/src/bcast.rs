@@ -224,7 +224,7 @@ impl ScatterAllgather {
                 steps.push(Step::Recv {
                     from: rel.to_abs(p),
                     kind: kind::BCAST_SCATTER,
-                    ranges: vec![subtree(v)],
+                    range: subtree(v),
                     apply: Apply::Store,
                 });
             }
@@ -234,7 +234,7 @@ impl ScatterAllgather {
             steps.push(Step::Send {
                 to: rel.to_abs(c),
                 kind: kind::BCAST_SCATTER,
-                ranges: vec![subtree(c)],
+                range: subtree(c),
             });
         }
         ring_allgather(

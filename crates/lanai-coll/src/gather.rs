@@ -38,7 +38,7 @@ impl Gather {
             steps.push(Step::Recv {
                 from: rel.to_abs(c),
                 kind: kind::GATHER,
-                ranges: vec![start..start + mul(subtree_len(c, size) as usize, b)?],
+                range: start..start + mul(subtree_len(c, size) as usize, b)?,
                 apply: Apply::Store,
             });
         }
@@ -47,7 +47,7 @@ impl Gather {
                 steps.push(Step::Send {
                     to: rel.to_abs(p),
                     kind: kind::GATHER,
-                    ranges: vec![0..buf.len()],
+                    range: 0..buf.len(),
                 });
                 None
             }
@@ -99,7 +99,7 @@ impl Gatherv {
                     Step::Recv {
                         from: r,
                         kind: kind::GATHERV,
-                        ranges: vec![recv.block(r)],
+                        range: recv.block(r),
                         apply: Apply::Store,
                     }
                 })
@@ -115,7 +115,7 @@ impl Gatherv {
                 steps: vec![Step::Send {
                     to: root,
                     kind: kind::GATHERV,
-                    ranges: vec![0..data.len()],
+                    range: 0..data.len(),
                 }],
                 buf: data,
                 result: None,

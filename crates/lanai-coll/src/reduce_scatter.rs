@@ -38,7 +38,7 @@ pub(crate) fn plan_reduce_scatter(
         steps.push(Step::Send {
             to,
             kind,
-            ranges: vec![blocks.get(to as usize).cloned().unwrap_or_default()],
+            range: blocks.get(to as usize).cloned().unwrap_or_default(),
         });
     }
     for s in 1..size {
@@ -46,7 +46,7 @@ pub(crate) fn plan_reduce_scatter(
         steps.push(Step::Recv {
             from,
             kind,
-            ranges: vec![slots[from as usize].clone()],
+            range: slots[from as usize].clone(),
             apply: Apply::Store,
         });
     }

@@ -83,13 +83,13 @@ fn doubling_plan(rank: u32, size: u32, data: Vec<u8>, kind: u8, inclusive: bool)
         steps.push(Step::Send {
             to: peer,
             kind,
-            ranges: vec![partial.clone()],
+            range: partial.clone(),
         });
         if peer > rank {
             steps.push(Step::Recv {
                 from: peer,
                 kind,
-                ranges: vec![partial.clone()],
+                range: partial.clone(),
                 apply: Apply::CombineHigher,
             });
             continue;
@@ -104,7 +104,7 @@ fn doubling_plan(rank: u32, size: u32, data: Vec<u8>, kind: u8, inclusive: bool)
         steps.push(Step::Recv {
             from: peer,
             kind,
-            ranges: vec![into.clone()],
+            range: into.clone(),
             apply: Apply::Store,
         });
         steps.push(Step::Combine {
@@ -159,7 +159,7 @@ impl<C: Combine> Scan<C> {
             steps.push(Step::Recv {
                 from: rank - 1,
                 kind: kind::SCAN,
-                ranges: vec![0..n],
+                range: 0..n,
                 apply: Apply::CombineLower,
             });
         }
@@ -167,7 +167,7 @@ impl<C: Combine> Scan<C> {
             steps.push(Step::Send {
                 to: rank + 1,
                 kind: kind::SCAN,
-                ranges: vec![0..n],
+                range: 0..n,
             });
         }
         let plan = Plan {
@@ -221,7 +221,7 @@ impl<C: Combine> Exscan<C> {
             steps.push(Step::Recv {
                 from: rank - 1,
                 kind: kind::EXSCAN,
-                ranges: vec![prefix.clone()],
+                range: prefix.clone(),
                 apply: Apply::Store,
             });
         }
@@ -235,7 +235,7 @@ impl<C: Combine> Exscan<C> {
             steps.push(Step::Send {
                 to: rank + 1,
                 kind: kind::EXSCAN,
-                ranges: vec![0..n],
+                range: 0..n,
             });
         }
         let plan = Plan {

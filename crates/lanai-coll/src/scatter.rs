@@ -44,7 +44,7 @@ impl Scatter {
                 steps.push(Step::Recv {
                     from: rel.to_abs(p),
                     kind: kind::SCATTER,
-                    ranges: vec![0..len],
+                    range: 0..len,
                     apply: Apply::Store,
                 });
             }
@@ -56,7 +56,7 @@ impl Scatter {
             steps.push(Step::Send {
                 to: rel.to_abs(c),
                 kind: kind::SCATTER,
-                ranges: vec![start..start + mul(subtree_len(c, size) as usize, b)?],
+                range: start..start + mul(subtree_len(c, size) as usize, b)?,
             });
         }
         let plan = Plan {
@@ -106,7 +106,7 @@ impl Scatterv {
                     Step::Send {
                         to: r,
                         kind: kind::SCATTERV,
-                        ranges: vec![send.block(r)],
+                        range: send.block(r),
                     }
                 })
                 .collect();
@@ -120,7 +120,7 @@ impl Scatterv {
                 steps: vec![Step::Recv {
                     from: root,
                     kind: kind::SCATTERV,
-                    ranges: vec![0..recv_len],
+                    range: 0..recv_len,
                     apply: Apply::Store,
                 }],
                 buf: vec![0; recv_len],

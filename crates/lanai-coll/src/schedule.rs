@@ -10,7 +10,6 @@
 //! contract), so the header's step byte is a sequence number checked mod 256
 //! and communicators larger than 256 ranks still work.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use crate::error::{CollError, OpError};
@@ -20,7 +19,7 @@ use crate::ops::Combine;
 /// What a receive does with its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Apply {
-    /// Copy it into the ranges, in order.
+    /// Copy it into the range.
     Store,
     /// The payload covers lower ranks: `range = payload op range`.
     CombineLower,
@@ -30,18 +29,18 @@ pub(crate) enum Apply {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Step {
-    /// Send the concatenation of `ranges` (read when the step is reached).
+    /// Send the bytes of `range` (read when the step is reached).
     Send {
         to: u32,
         kind: u8,
-        ranges: Vec<Range<usize>>,
+        range: Range<usize>,
     },
-    /// Wait for the next `kind` message from `from`; its length must be the
-    /// total length of `ranges` (a combine takes exactly one range).
+    /// Wait for the next `kind` message from `from`; its length must be
+    /// that of `range`.
     Recv {
         from: u32,
         kind: u8,
-        ranges: Vec<Range<usize>>,
+        range: Range<usize>,
         apply: Apply,
     },
     /// `higher = lower op higher`; the ranges must not overlap.
@@ -77,11 +76,45 @@ pub(crate) struct Plan {
     pub result: Option<Vec<Range<usize>>>,
 }
 
-/// One pending receive: which step it feeds and how long its payload is.
+/// The messages of one (peer, kind) pair, which match in FIFO order. Kept
+/// in a sorted vector rather than maps: a program talks to a few peers,
+/// and a collective's every call builds one of these.
 #[derive(Debug, Clone, Copy)]
-struct Expect {
+struct Stream {
+    peer: u32,
+    kind: u8,
+    /// Messages sent so far.
+    sent: u32,
+    /// Messages received and matched to a receive so far.
+    matched: u32,
+    /// Receives the program has passed so far.
+    passed: u32,
+    /// The stream's receives are `recvs[first..end]`, in program order.
+    first: u32,
+    end: u32,
+}
+
+impl Stream {
+    fn new(peer: u32, kind: u8) -> Self {
+        Stream {
+            peer,
+            kind,
+            sent: 0,
+            matched: 0,
+            passed: 0,
+            first: 0,
+            end: 0,
+        }
+    }
+}
+
+/// One receive step of the program.
+#[derive(Debug, Clone)]
+struct Recv {
     step: usize,
     len: usize,
+    /// Its payload, when that came before the program reached the step.
+    early: Option<Vec<u8>>,
 }
 
 /// Runs a `Plan`.
@@ -94,14 +127,10 @@ pub(crate) struct Schedule<C> {
     finished: bool,
     taken: bool,
     combiner: C,
-    /// Receives not yet matched, per (peer, kind), in program order.
-    expected: BTreeMap<(u32, u8), VecDeque<Expect>>,
-    /// Messages matched so far per (peer, kind): the next step byte expected.
-    matched: BTreeMap<(u32, u8), u32>,
-    /// Payloads that arrived for receive steps not yet reached.
-    payloads: BTreeMap<usize, Vec<u8>>,
-    /// Messages sent so far per (peer, kind).
-    sent: BTreeMap<(u32, u8), u32>,
+    /// Every (peer, kind) the program sends to or receives from, sorted.
+    streams: Vec<Stream>,
+    /// The receives, grouped by stream.
+    recvs: Vec<Recv>,
     outbox: Outbox,
 }
 
@@ -110,13 +139,6 @@ fn in_bounds(r: &Range<usize>, len: usize) -> Result<(), CollError> {
         return Err(CollError::BlockBeyondBuffer { end: r.end, len });
     }
     Ok(())
-}
-
-fn total(ranges: &[Range<usize>]) -> Result<usize, CollError> {
-    ranges
-        .iter()
-        .try_fold(0usize, |acc, r| acc.checked_add(r.len()))
-        .ok_or(CollError::SizeOverflow)
 }
 
 fn disjoint(a: &Range<usize>, b: &Range<usize>) -> bool {
@@ -148,34 +170,37 @@ fn overlap_error() -> CollError {
     }
 }
 
+/// Position of the stream of (`peer`, `kind`) in `streams`.
+fn find(streams: &[Stream], peer: u32, kind: u8) -> Option<usize> {
+    streams
+        .binary_search_by_key(&(peer, kind), |s| (s.peer, s.kind))
+        .ok()
+}
+
+fn no_stream() -> CollError {
+    CollError::InvalidPlan {
+        reason: "a step's stream is missing",
+    }
+}
+
 impl<C: Combine> Schedule<C> {
     /// Checks every range against the buffer, then runs as far as it can.
     pub fn new(plan: Plan, combiner: C) -> Result<Self, CollError> {
         let len = plan.buf.len();
-        let mut expected: BTreeMap<(u32, u8), VecDeque<Expect>> = BTreeMap::new();
-        for (i, s) in plan.steps.iter().enumerate() {
+        let mut streams = Vec::new();
+        let mut receives = 0usize;
+        for s in &plan.steps {
             match s {
-                Step::Send { ranges, .. } => {
-                    ranges.iter().try_for_each(|r| in_bounds(r, len))?;
-                    total(ranges)?;
+                Step::Send { to, kind, range } => {
+                    in_bounds(range, len)?;
+                    streams.push(Stream::new(*to, *kind));
                 }
                 Step::Recv {
-                    from,
-                    kind,
-                    ranges,
-                    apply,
+                    from, kind, range, ..
                 } => {
-                    ranges.iter().try_for_each(|r| in_bounds(r, len))?;
-                    if *apply != Apply::Store && ranges.len() != 1 {
-                        return Err(overlap_error());
-                    }
-                    expected
-                        .entry((*from, *kind))
-                        .or_default()
-                        .push_back(Expect {
-                            step: i,
-                            len: total(ranges)?,
-                        });
+                    in_bounds(range, len)?;
+                    streams.push(Stream::new(*from, *kind));
+                    receives += 1;
                 }
                 Step::Combine { lower, higher } => {
                     in_bounds(lower, len)?;
@@ -198,6 +223,45 @@ impl<C: Combine> Schedule<C> {
         if let Some(rs) = &plan.result {
             rs.iter().try_for_each(|r| in_bounds(r, len))?;
         }
+        streams.sort_unstable_by_key(|s| (s.peer, s.kind));
+        streams.dedup_by_key(|s| (s.peer, s.kind));
+        // Each stream's receives in one run of `recvs`, in program order:
+        // count them, lay the runs out, then fill them.
+        let recv_keys = || {
+            plan.steps.iter().enumerate().filter_map(|(i, s)| match s {
+                Step::Recv {
+                    from, kind, range, ..
+                } => Some((i, *from, *kind, range.len())),
+                _ => None,
+            })
+        };
+        for (_, from, kind, _) in recv_keys() {
+            let k = find(&streams, from, kind).ok_or_else(no_stream)?;
+            streams[k].end += 1;
+        }
+        let mut at = 0;
+        for st in &mut streams {
+            st.first = at;
+            at += st.end;
+            st.end = st.first;
+        }
+        let mut recvs = vec![
+            Recv {
+                step: 0,
+                len: 0,
+                early: None,
+            };
+            receives
+        ];
+        for (step, from, kind, len) in recv_keys() {
+            let k = find(&streams, from, kind).ok_or_else(no_stream)?;
+            recvs[streams[k].end as usize] = Recv {
+                step,
+                len,
+                early: None,
+            };
+            streams[k].end += 1;
+        }
         let mut m = Schedule {
             steps: plan.steps,
             pc: 0,
@@ -207,10 +271,8 @@ impl<C: Combine> Schedule<C> {
             finished: false,
             taken: false,
             combiner,
-            expected,
-            matched: BTreeMap::new(),
-            payloads: BTreeMap::new(),
-            sent: BTreeMap::new(),
+            streams,
+            recvs,
             outbox: Outbox::new(),
         };
         m.advance()?;
@@ -220,45 +282,24 @@ impl<C: Combine> Schedule<C> {
     fn advance(&mut self) -> Result<(), CollError> {
         while let Some(step) = self.steps.get(self.pc) {
             match step {
-                Step::Send { to, kind, ranges } => {
-                    let mut payload = Vec::with_capacity(total(ranges)?);
-                    for r in ranges {
-                        payload.extend_from_slice(self.buf.get(r.clone()).unwrap_or_default());
-                    }
-                    let n = self.sent.entry((*to, *kind)).or_insert(0);
-                    let seq = *n as u8;
-                    *n = n.wrapping_add(1);
+                Step::Send { to, kind, range } => {
+                    let payload = self.buf.get(range.clone()).unwrap_or_default().to_vec();
+                    let k = find(&self.streams, *to, *kind).ok_or_else(no_stream)?;
+                    let st = &mut self.streams[k];
+                    let seq = st.sent as u8;
+                    st.sent = st.sent.wrapping_add(1);
                     self.outbox
                         .push_back(Outgoing::with_header(*to, *kind, seq, payload));
                 }
-                Step::Recv { ranges, apply, .. } => {
-                    let Some(payload) = self.payloads.remove(&self.pc) else {
+                Step::Recv { from, kind, .. } => {
+                    let k = find(&self.streams, *from, *kind).ok_or_else(no_stream)?;
+                    let st = &self.streams[k];
+                    let at = (st.first + st.passed) as usize;
+                    let Some(payload) = self.recvs.get_mut(at).and_then(|r| r.early.take()) else {
                         return Ok(());
                     };
-                    match apply {
-                        Apply::Store => {
-                            let mut rest = payload.as_slice();
-                            for r in ranges {
-                                let (head, tail) = rest.split_at(r.len().min(rest.len()));
-                                if let Some(dst) = self.buf.get_mut(r.clone()) {
-                                    dst.copy_from_slice(head);
-                                }
-                                rest = tail;
-                            }
-                        }
-                        Apply::CombineLower => {
-                            let r = ranges.first().cloned().unwrap_or_default();
-                            let dst = self.buf.get_mut(r).ok_or_else(overlap_error)?;
-                            self.combiner.combine(&payload, dst)?;
-                        }
-                        Apply::CombineHigher => {
-                            let r = ranges.first().cloned().unwrap_or_default();
-                            let dst = self.buf.get_mut(r).ok_or_else(overlap_error)?;
-                            let mut theirs = payload;
-                            self.combiner.combine(dst, &mut theirs)?;
-                            dst.copy_from_slice(&theirs);
-                        }
-                    }
+                    self.streams[k].passed += 1;
+                    self.apply(self.pc, &payload)?;
                 }
                 Step::Combine { lower, higher } => {
                     let (l, h) =
@@ -276,24 +317,51 @@ impl<C: Combine> Schedule<C> {
         }
         if !self.finished {
             self.finished = true;
-            self.result = self.result_ranges.take().map(|rs| match rs.as_slice() {
-                [r] if r.start == 0 => {
-                    let mut b = std::mem::take(&mut self.buf);
-                    b.truncate(r.end);
-                    b
-                }
-                // Whole slices, not bytes: an iterator of bytes copies at
-                // about 1 GB/s (a 32 KiB gather's root took 30 us for it).
-                _ => {
-                    let len = rs.iter().map(|r| r.len()).sum();
-                    let mut out = Vec::with_capacity(len);
-                    for r in rs.iter() {
-                        out.extend_from_slice(self.buf.get(r.clone()).unwrap_or_default());
+            self.result = self.result_ranges.take().map(|rs| {
+                let contiguous = rs
+                    .iter()
+                    .try_fold(0, |at, r| (r.start == at).then_some(r.end));
+                match contiguous {
+                    // In place: the ranges are the buffer's head.
+                    Some(end) => {
+                        let mut b = std::mem::take(&mut self.buf);
+                        b.truncate(end);
+                        b
                     }
-                    out
+                    // Whole slices, not bytes: an iterator of bytes copies at
+                    // about 1 GB/s (a 32 KiB gather's root took 30 us for it).
+                    None => {
+                        let len = rs.iter().map(|r| r.len()).sum();
+                        let mut out = Vec::with_capacity(len);
+                        for r in rs.iter() {
+                            out.extend_from_slice(self.buf.get(r.clone()).unwrap_or_default());
+                        }
+                        out
+                    }
                 }
             });
             self.buf = Vec::new();
+        }
+        Ok(())
+    }
+
+    /// Receive step `step` takes `payload`, whose length was checked.
+    fn apply(&mut self, step: usize, payload: &[u8]) -> Result<(), CollError> {
+        let Some(Step::Recv { range, apply, .. }) = self.steps.get(step) else {
+            return Err(no_stream());
+        };
+        let dst = self.buf.get_mut(range.clone()).ok_or_else(overlap_error)?;
+        if dst.len() != payload.len() {
+            return Err(overlap_error());
+        }
+        match apply {
+            Apply::Store => dst.copy_from_slice(payload),
+            Apply::CombineLower => self.combiner.combine(payload, dst)?,
+            Apply::CombineHigher => {
+                let mut theirs = payload.to_vec();
+                self.combiner.combine(dst, &mut theirs)?;
+                dst.copy_from_slice(&theirs);
+            }
         }
         Ok(())
     }
@@ -337,26 +405,57 @@ fn fold<C: Combine>(
 impl<C: Combine> Schedule<C> {
     pub fn handle_message(&mut self, from: u32, data: &[u8]) -> Result<(), CollError> {
         let (h, payload) = decode(from, data)?;
-        let step = self.match_step(from, &h, payload.len())?;
-        self.payloads.insert(step, payload.to_vec());
-        self.advance()
+        self.take(from, &h, payload, None)
     }
 
     /// As [`Schedule::handle_message`] for a message whose body came apart
     /// (passed by reference): kept as it is, without a copy.
     pub fn handle_parts(&mut self, from: u32, head: &[u8], body: Vec<u8>) -> Result<(), CollError> {
         let h = decode_head(from, head)?;
-        let step = self.match_step(from, &h, body.len())?;
-        self.payloads.insert(step, body);
+        self.take(from, &h, &[], Some(body))
+    }
+
+    /// Matches a message (`payload`, or `owned` when given) to its receive.
+    /// The one the program waits at takes it at once; one it has not
+    /// reached keeps it.
+    fn take(
+        &mut self,
+        from: u32,
+        h: &Header,
+        payload: &[u8],
+        owned: Option<Vec<u8>>,
+    ) -> Result<(), CollError> {
+        let len = owned.as_ref().map_or(payload.len(), Vec::len);
+        let (k, at) = self.match_step(from, h, len)?;
+        let step = self.recvs[at].step;
+        if step != self.pc {
+            // The program waits elsewhere, so nothing more can run yet.
+            self.recvs[at].early = Some(owned.unwrap_or_else(|| payload.to_vec()));
+            return Ok(());
+        }
+        self.streams[k].passed += 1;
+        self.apply(step, owned.as_deref().unwrap_or(payload))?;
+        self.pc += 1;
         self.advance()
     }
 
-    /// The receive step message `h` from `from` (`len` bytes of body) is for.
-    fn match_step(&mut self, from: u32, h: &Header, len: usize) -> Result<usize, CollError> {
-        let key = (from, h.kind);
-        let seen = self.matched.get(&key).copied().unwrap_or(0);
-        let Some(next) = self.expected.get(&key).and_then(VecDeque::front).copied() else {
-            return Err(if seen > 0 && h.step == seen.wrapping_sub(1) as u8 {
+    /// The stream and the receive that message `h` from `from` (`len`
+    /// bytes of body) is for.
+    fn match_step(
+        &mut self,
+        from: u32,
+        h: &Header,
+        len: usize,
+    ) -> Result<(usize, usize), CollError> {
+        let k = find(&self.streams, from, h.kind);
+        let seen = k.map_or(0, |k| self.streams[k].matched);
+        let next = k.and_then(|k| {
+            let st = &self.streams[k];
+            let at = st.first + st.matched;
+            (at < st.end).then_some((k, at as usize))
+        });
+        let out_of_order = || {
+            if seen > 0 && h.step == seen.wrapping_sub(1) as u8 {
                 CollError::DuplicateMessage {
                     from,
                     kind: h.kind,
@@ -368,35 +467,23 @@ impl<C: Combine> Schedule<C> {
                     kind: h.kind,
                     step: h.step,
                 }
-            });
+            }
+        };
+        let Some((k, at)) = next else {
+            return Err(out_of_order());
         };
         if h.step != seen as u8 {
-            return Err(if seen > 0 && h.step == seen.wrapping_sub(1) as u8 {
-                CollError::DuplicateMessage {
-                    from,
-                    kind: h.kind,
-                    step: h.step,
-                }
-            } else {
-                CollError::UnexpectedMessage {
-                    from,
-                    kind: h.kind,
-                    step: h.step,
-                }
-            });
+            return Err(out_of_order());
         }
-        if len != next.len {
+        if len != self.recvs[at].len {
             return Err(CollError::DataLengthMismatch {
                 from,
-                expected: next.len,
+                expected: self.recvs[at].len,
                 got: len,
             });
         }
-        if let Some(q) = self.expected.get_mut(&key) {
-            q.pop_front();
-        }
-        self.matched.insert(key, seen.wrapping_add(1));
-        Ok(next.step)
+        self.streams[k].matched = seen.wrapping_add(1);
+        Ok((k, at))
     }
 
     pub fn poll_send(&mut self) -> Option<Outgoing> {
@@ -494,12 +581,12 @@ pub(crate) fn ring_allgather(
         steps.push(Step::Send {
             to: right,
             kind,
-            ranges: vec![blocks.get(at(s) as usize).cloned().unwrap_or_default()],
+            range: blocks.get(at(s) as usize).cloned().unwrap_or_default(),
         });
         steps.push(Step::Recv {
             from: left,
             kind,
-            ranges: vec![blocks.get(at(s + 1) as usize).cloned().unwrap_or_default()],
+            range: blocks.get(at(s + 1) as usize).cloned().unwrap_or_default(),
             apply: Apply::Store,
         });
     }

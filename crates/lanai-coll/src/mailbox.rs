@@ -444,7 +444,6 @@ impl ReadPieces {
     /// Copies what has been posted of `want` into `out` (`want.len()`
     /// bytes); true once all of it is in.
     pub fn poll(&mut self, w: &impl MailWires, out: &mut [u8]) -> Result<bool, PieceMismatch> {
-        let mut buf = [0u8; MAX_PIECE];
         let piece = self.piece;
         while self.next * piece < self.want.end {
             let j = self.next;
@@ -452,8 +451,27 @@ impl ReadPieces {
             let expect = piece.min(self.len - at);
             let stamp = self.first.wrapping_add(j as u32);
             let read = Read::new(self.src, stamp).alone(self.alone);
-            let Some(got) = read.poll(w, &mut buf[..piece]) else {
-                return Ok(false);
+            // The part of this piece that `want` covers.
+            let from = self.want.start.max(at);
+            let to = self.want.end.min(at + expect);
+            let got = if from == at && to == at + expect {
+                // All of it: straight into place. A piece of the wrong
+                // length fails the read, so what it wrote does not count.
+                let dst = &mut out[from - self.want.start..to - self.want.start];
+                match read.poll(w, dst) {
+                    Some(got) => got,
+                    None => return Ok(false),
+                }
+            } else {
+                let mut buf = [0u8; MAX_PIECE];
+                let Some(got) = read.poll(w, &mut buf[..piece]) else {
+                    return Ok(false);
+                };
+                if got == expect {
+                    out[from - self.want.start..to - self.want.start]
+                        .copy_from_slice(&buf[from - at..to - at]);
+                }
+                got
             };
             if got != expect {
                 return Err(PieceMismatch {
@@ -462,11 +480,6 @@ impl ReadPieces {
                     want: expect,
                 });
             }
-            // The part of this piece that `want` covers.
-            let from = self.want.start.max(at);
-            let to = self.want.end.min(at + got);
-            out[from - self.want.start..to - self.want.start]
-                .copy_from_slice(&buf[from - at..to - at]);
             self.next += 1;
         }
         Ok(true)

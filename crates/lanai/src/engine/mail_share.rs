@@ -9,7 +9,8 @@
 //! - A scatter's root posts its whole vector; each member copies its
 //!   block from the pieces that hold it.
 //! - A gather is a reduce that lays the parts end to end instead of
-//!   folding them.
+//!   folding them; blocks longer than a slot go in pieces, as a
+//!   broadcast's do, and the root reads each member's into place.
 //! - A gatherv's members post their blocks of up to a slot, and its root
 //!   reads each into place; a scatterv's root posts each such block in a
 //!   slot of its own for its one reader. Longer blocks go as transfers.
@@ -25,6 +26,7 @@ use super::coll::Combiner;
 use super::error::{MpiError, MpiResult};
 use super::request::{Op, DONE};
 use super::riding::Source;
+use super::staged_allreduce::GATHER_MIN;
 use super::transfers::block_of;
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
@@ -222,8 +224,9 @@ impl Engine {
         self.start_mail(comm, chan, work, blocking).map(Some)
     }
 
-    /// `MPI_Gather` of blocks of up to `MAIL_MAX` bytes
-    /// (`LANAI_NODE_COLL=auto`); `out` is the root's receive buffer.
+    /// `MPI_Gather` through the mailboxes (`LANAI_NODE_COLL=auto`): blocks
+    /// of up to `MAIL_MAX` bytes as a reduce's contributions, longer ones
+    /// in pieces; `out` is the root's receive buffer.
     /// `None` when it does not qualify.
     pub(super) fn mail_gather(
         &mut self,
@@ -233,9 +236,13 @@ impl Engine {
         root: u32,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
-        if !self.settings.algos.node_colls
-            || !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)?
-        {
+        if !self.settings.algos.node_colls {
+            return Ok(None);
+        }
+        if data.len() > MAIL_MAX {
+            return self.mail_gather_pieces(comm, data, out, root, blocking);
+        }
+        if !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)? {
             return Ok(None);
         }
         let root = root as usize;
@@ -268,6 +275,72 @@ impl Engine {
 }
 
 impl Engine {
+    /// `MPI_Gather` of blocks longer than a slot and shorter than the
+    /// staging slots take ([`GATHER_MIN`]), up to as many pieces as a
+    /// broadcast's post ([`Engine::share_ready`]): each member posts its
+    /// block in pieces for the root alone, and the root reads every
+    /// member's into place, as a gatherv's root does. Through messages
+    /// each of these cost a collective instance per call (2 ranks, 64
+    /// bytes: 0.48 us a gather against Open MPI's 0.067).
+    fn mail_gather_pieces(
+        &mut self,
+        comm: usize,
+        data: UserBuf,
+        out: Option<UserBuf>,
+        root: u32,
+        blocking: bool,
+    ) -> MpiResult<Option<usize>> {
+        let len = data.len();
+        if len >= GATHER_MIN || !self.share_ready(comm, len, blocking)? {
+            return Ok(None);
+        }
+        let root = root as usize;
+        let (rank, me, _, n) = self.mail_members(comm, root)?;
+        // Checked before any stamp is taken.
+        let out = match out {
+            Some(o) if rank == root && o.len() != len * n => {
+                return Err(MpiError::internal(
+                    "gather: receive buffer of the wrong size",
+                ))
+            }
+            o if rank == root => o,
+            _ => None,
+        };
+        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
+        let work = match out {
+            Some(out) => {
+                let own = block_of(&out, root * len..(root + 1) * len)?;
+                // In place, the root's block is there already.
+                if own.addr() != data.addr() {
+                    own.write(data.as_slice());
+                }
+                let Central::Active(setup) = &self.comms.get(comm)?.central else {
+                    return Err(MpiError::internal("mailbox op without a channel"));
+                };
+                let wires = setup.members();
+                let reads = (0..n)
+                    .filter(|&p| p != root)
+                    .map(|p| {
+                        let read = ReadPieces::new(wires[p], first, len, 0..len, MAIL_MAX);
+                        Ok((p, read.alone(true), block_of(&out, p * len..(p + 1) * len)?))
+                    })
+                    .collect::<MpiResult<_>>()?;
+                Work::ReadEach {
+                    reads,
+                    tmp: Vec::new(),
+                    failed: None,
+                }
+            }
+            None => Work::PostFor {
+                post: PostPieces::new(me, first, len, MAIL_MAX),
+                data: Source::User(data),
+                readers: Readers::All(1),
+            },
+        };
+        self.net.counters.mail_shares += 1;
+        self.start_mail(comm, chan, work, blocking).map(Some)
+    }
+
     /// `MPI_Gatherv` on one node (`LANAI_NODE_COLL=auto`): a block of up
     /// to `MAIL_MAX` bytes goes through its member's mailbox, as a
     /// gather's does, and a longer one as a transfer (`transfers.rs`).

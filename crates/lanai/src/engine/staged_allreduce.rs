@@ -50,7 +50,7 @@ const BCAST_MIN: usize = 1 << 10;
 /// 4 / 8 ranks on 2 cores, 1 KiB gather 3.8 / 7.9 us staged against 5.2-5.8
 /// / 12.3-12.9 through messages, allgather 5.3-6.2 / 12.7 against 5.6 /
 /// 20.9-21.6, 8 KiB gather 4.2-4.4 / 9.1-10.0 against 10.4-10.6 / 40.
-const GATHER_MIN: usize = 1 << 10;
+pub(super) const GATHER_MIN: usize = 1 << 10;
 /// Where ranks share cores, the root's wait for every reader is a round
 /// of context switches: 4 KiB at 4 / 8 ranks on 2 cores took 3.6 / 7.5 us
 /// staged against 1.9 / 4.0 through messages, 16 KiB 4.0 / 8.0 against

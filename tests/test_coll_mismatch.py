@@ -43,6 +43,11 @@ FATAL = [
     ("allgather", 3, 8, 70000, "rank 0 passed 8 bytes where this rank passed 70000"),
     ("alltoall", 3, 8, 2000, "counts or datatypes disagree"),
     ("alltoall", 2, 2000, 8, "counts or datatypes disagree"),
+    # Parts that ride the device carry their lengths, which readers check.
+    ("alltoall", 2, 8, 16, "counts or datatypes disagree"),
+    ("allgather", 3, 16, 8, "counts or datatypes disagree"),
+    ("allreduce", 2, 8, 16, "counts or datatypes disagree"),
+    ("allreduce", 4, 2000, 1000, "counts or datatypes disagree"),
     # The members' messages meet here, and the protocol notices first.
     ("root", 3, 2000, 2000, "the ranks name different roots|same counts, datatypes and root"),
     ("kind", 3, 8, 8, "called MPI_Bcast where this rank called MPI_Allreduce"),

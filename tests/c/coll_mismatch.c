@@ -3,7 +3,7 @@
  *   coll_mismatch ROOT_BYTES OTHER_BYTES [WHAT [fatal]]
  *
  * Rank 0 passes ROOT_BYTES, every other rank OTHER_BYTES, to WHAT (bcast,
- * the default; gather; scatter; allgather; alltoall; root: a bcast where
+ * the default; gather; scatter; allgather; alltoall; allreduce (MPI_BOR on bytes); root: a bcast where
  * the others name root 1; kind: rank 0 calls MPI_Allreduce where the
  * others call MPI_Bcast).
  *
@@ -62,6 +62,8 @@ static void fatal(const char *what, int mine)
         MPI_Allgather(a, mine, MPI_BYTE, b, mine, MPI_BYTE, MPI_COMM_WORLD);
     else if (!strcmp(what, "alltoall"))
         MPI_Alltoall(a, mine, MPI_BYTE, b, mine, MPI_BYTE, MPI_COMM_WORLD);
+    else if (!strcmp(what, "allreduce"))
+        MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
     else if (!strcmp(what, "root"))
         MPI_Bcast(a, mine, MPI_BYTE, lt_rank == 0 ? 0 : 1, MPI_COMM_WORLD);
     else if (lt_rank == 0) /* kind */

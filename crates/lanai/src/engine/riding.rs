@@ -145,7 +145,17 @@ impl Riding {
             &mut heap
         };
         for (j, (p, &i)) in parts.iter_mut().zip(members).enumerate() {
-            *p = w.data(i, gen, self.part_len(j));
+            let (want, got) = (self.part_len(j), w.data_len(i, gen));
+            if got != want {
+                return Err(MpiError::new(
+                    c::MPI_ERR_TRUNCATE,
+                    format!(
+                        "the ranks' counts or datatypes disagree: rank {j} passed {got} bytes \
+                         where this rank expects {want}"
+                    ),
+                ));
+            }
+            *p = w.data(i, gen, want);
         }
         match &self.kind {
             Kind::Allreduce(op) => fold_to(parts, op, &self.out, scratch),

@@ -3,9 +3,9 @@
  *   coll_mismatch ROOT_BYTES OTHER_BYTES [WHAT [fatal]]
  *
  * Rank 0 passes ROOT_BYTES, every other rank OTHER_BYTES, to WHAT (bcast,
- * the default; gather; scatter; allgather; alltoall; allreduce (MPI_BOR on bytes); root: a bcast where
- * the others name root 1; kind: rank 0 calls MPI_Allreduce where the
- * others call MPI_Bcast).
+ * the default; gather; scatter; allgather; alltoall; allreduce, MPI_BOR
+ * on bytes; root: a bcast where the others name root 1; kind: rank 0
+ * calls MPI_Allreduce where the others call MPI_Bcast).
  *
  * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
  * with a message saying the counts disagree, the root succeeds, nothing is

@@ -499,6 +499,11 @@ pub struct Collect {
     /// from the start.
     all: Vec<u8>,
     len: usize,
+    /// Bytes per piece of a contribution longer than a slot, which its
+    /// member posts in pieces under consecutive stamps from `stamp`.
+    piece: usize,
+    /// Pieces of member `next` taken so far.
+    pieces_in: usize,
 }
 
 impl Collect {
@@ -520,9 +525,20 @@ impl Collect {
             next: 0,
             all: buf,
             len,
+            piece: usize::MAX,
+            pieces_in: 0,
         };
         c.skip_root();
         c
+    }
+
+    /// Contributions come in pieces of `piece` bytes, each member's under
+    /// the stamps from this reduce's, as [`PostPieces`] posts them.
+    pub fn in_pieces(self, piece: usize) -> Self {
+        Self {
+            piece: piece.max(1),
+            ..self
+        }
     }
 
     fn skip_root(&mut self) {
@@ -536,6 +552,9 @@ impl Collect {
     /// Later members wait for earlier ones: each has its own slots, so a
     /// late member holds up no one else's next post.
     pub fn poll(&mut self, w: &impl MailWires, wires: &[usize]) -> Result<bool, SizeMismatch> {
+        if self.len > self.piece {
+            return self.poll_pieces(w, wires);
+        }
         let slot = slot_of(self.stamp);
         let len = self.len;
         while self.next < self.members {
@@ -556,6 +575,43 @@ impl Collect {
                     want: len,
                 });
             }
+            self.next += 1;
+            self.skip_root();
+        }
+        Ok(true)
+    }
+
+    /// [`Collect::poll`] for contributions in pieces.
+    fn poll_pieces(&mut self, w: &impl MailWires, wires: &[usize]) -> Result<bool, SizeMismatch> {
+        let (len, piece) = (self.len, self.piece);
+        let n = pieces(len, piece);
+        while self.next < self.members {
+            let pos = self.next;
+            let i = wires[pos];
+            while self.pieces_in < n {
+                let j = self.pieces_in;
+                let stamp = self.stamp.wrapping_add(j as u32);
+                let slot = slot_of(stamp);
+                if w.filled(i, slot) != stamp {
+                    return Ok(false);
+                }
+                let (at, want) = (j * piece, piece.min(len - j * piece));
+                let got = w.read(
+                    i,
+                    slot,
+                    &mut self.all[pos * len + at..pos * len + at + want],
+                );
+                w.give_alone(i, slot);
+                if got != want {
+                    return Err(SizeMismatch {
+                        member: pos,
+                        got: at + got,
+                        want: len,
+                    });
+                }
+                self.pieces_in += 1;
+            }
+            self.pieces_in = 0;
             self.next += 1;
             self.skip_root();
         }

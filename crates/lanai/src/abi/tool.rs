@@ -478,6 +478,11 @@ const PVARS: &[Pvar] = &[
         read: |e| e.net.counters.staged_reduces,
     },
     Pvar {
+        name: "lanai_pieced_reduces",
+        desc: "Reduces on a node whose contributions went through the mailboxes in pieces (ranks sharing cores)",
+        read: |e| e.net.counters.pieced_reduces,
+    },
+    Pvar {
         name: "lanai_chunked_allreduces",
         desc: "Allreduces on a node that went through the staging slots in chunks",
         read: |e| e.net.counters.chunked_allreduces,

@@ -53,6 +53,9 @@ const SHARE_PIECES_CROWDED: usize = 5;
 pub enum Readers {
     /// A broadcast's: every other member reads every piece.
     All(u32),
+    /// A gather's or reduce's: the member at this position (the root)
+    /// reads every piece, and only it is woken once they are in.
+    One(usize),
     /// A scatter's: member `r` reads the pieces its `block` touches.
     Blocks {
         block: usize,
@@ -66,6 +69,7 @@ impl Readers {
     pub(super) fn of(&self, j: usize) -> u32 {
         match *self {
             Readers::All(n) => n,
+            Readers::One(_) => 1,
             Readers::Blocks {
                 block,
                 members,
@@ -334,7 +338,7 @@ impl Engine {
             None => Work::PostFor {
                 post: PostPieces::new(me, first, len, MAIL_MAX),
                 data: Source::User(data),
-                readers: Readers::All(1),
+                readers: Readers::One(root),
             },
         };
         self.net.counters.mail_shares += 1;

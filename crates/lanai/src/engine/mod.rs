@@ -484,11 +484,11 @@ impl Engine {
             });
         let shm_peers = self.net.shm.as_ref().map_or(0, |s| s.local_size() - 1);
         lanai_common::say!(
-            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes} paced streams {paced} landed bytes {landed}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; chunked allreduces {}; chunked reduces {}; chunked bcasts {}; chunked gathers {}; device collectives {}; mailbox shares {}; flat reduces {}; collectives as transfers {}",
+            "lanai: stats rank {}: tcp connections {conns} msgs {tmsgs} bytes {tbytes} paced streams {paced} landed bytes {landed}; shm peers {shm_peers} msgs {} bytes {}; self msgs {} bytes {}; sleeps {} (timed out {}); packed bytes {}; shared copies {}; streamed local {}; collective references passed {} read {} refused {}; used answers {} for {}, asked {}, asked to lend {}; staged reduces {}; chunked allreduces {}; chunked reduces {}; chunked bcasts {}; chunked gathers {}; device collectives {}; mailbox shares {}; flat reduces {}; collectives as transfers {}; pieced reduces {}",
             self.job.rank, k.shm_msgs, k.shm_bytes, k.self_msgs, k.self_bytes, k.sleeps, k.sleep_timeouts,
             crate::abi::userbuf::packed_bytes(), k.shared_copies, k.streamed_local, refs.passed, refs.reads, refs.refused_count,
             refs.owed.sent, refs.owed.answered, refs.asks, refs.lend_asks,
-            k.staged_reduces, k.chunked_allreduces, k.chunked_reduces, k.chunked_bcasts, k.chunked_gathers, k.device_colls, k.mail_shares, k.flat_reduces, k.transfer_colls
+            k.staged_reduces, k.chunked_allreduces, k.chunked_reduces, k.chunked_bcasts, k.chunked_gathers, k.device_colls, k.mail_shares, k.flat_reduces, k.transfer_colls, k.pieced_reduces
         );
     }
 

@@ -40,6 +40,9 @@ pub struct Counters {
     pub streamed_local: u64,
     /// Reduces whose contributions were staged (`central_reduce.rs`).
     pub staged_reduces: u64,
+    /// Reduces whose contributions went through the mailboxes in pieces
+    /// (`central_reduce.rs`).
+    pub pieced_reduces: u64,
     /// Collectives through the staging slots in chunks
     /// (`staged_allreduce.rs`): allreduces, reduces, broadcasts, and the
     /// rest (gathers, allgathers, scatters, all-to-alls) together.

@@ -335,8 +335,13 @@ pub struct PostPieces {
 pub const MAX_PIECE: usize = 256;
 
 /// Pieces a post of `len` bytes takes, `piece` bytes each (at least one).
+#[inline]
 pub fn pieces(len: usize, piece: usize) -> usize {
-    len.div_ceil(piece.max(1)).max(1)
+    // Most posts fit one piece: skip the division.
+    if len <= piece {
+        return 1;
+    }
+    len.div_ceil(piece.max(1))
 }
 
 impl PostPieces {
@@ -352,6 +357,11 @@ impl PostPieces {
         }
     }
 
+    /// Pieces posted so far.
+    pub fn progress(&self) -> usize {
+        self.next
+    }
+
     /// Posts what it can of `data` (`len` bytes); true once every piece
     /// is posted.
     pub fn poll(
@@ -361,6 +371,18 @@ impl PostPieces {
         data: &[u8],
         readers: impl Fn(usize) -> u32,
     ) -> bool {
+        if self.len <= self.piece {
+            // One piece, the usual case: no division, no loop.
+            let r = readers(0);
+            if self.next == 0
+                && r > 0
+                && !Post::new(self.me, self.first, self.me).poll_for(w, free, data, r)
+            {
+                return false;
+            }
+            self.next = 1;
+            return true;
+        }
         let n = pieces(self.len, self.piece);
         while self.next < n {
             let j = self.next;

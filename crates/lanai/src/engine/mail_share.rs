@@ -15,7 +15,7 @@
 //!   reads each into place; a scatterv's root posts each such block in a
 //!   slot of its own for its one reader. Longer blocks go as transfers.
 //! - A scan's members each post their part for the members above them,
-//!   and fold the parts below them ([`MailScan`]).
+//!   in pieces past a slot, and fold the parts below them ([`MailScan`]).
 //!
 //! No message and no machine: a root that runs ahead of its readers is
 //! held back only by its slots.
@@ -573,20 +573,31 @@ impl Engine {
 /// any, only post or only read; no rank waits for a rank above it.
 pub struct MailScan {
     /// This rank's post, until it is made.
-    post: Option<Post>,
+    post: Option<PostPieces>,
     readers: u32,
     data: Source,
     /// The next lower position to read, and the stamp.
     next: usize,
     stamp: u32,
+    /// Pieces of position `next`'s part read so far, into `big`.
+    piece: usize,
     /// The prefix folded so far: `acc[..len]` once `next > 0`.
     acc: [u8; MAIL_MAX],
+    /// A part longer than a slot: the part being read, then the prefix,
+    /// instead of `acc`. Kept apart so that the usual one-slot scan moves
+    /// no more than it did.
+    big: Vec<u8>,
     op: Combiner,
     out: UserBuf,
     inclusive: bool,
     /// This rank's position.
     me: usize,
 }
+
+/// The longest part a scan posts, in pieces of a slot: three, as a
+/// reduce's where ranks share cores. Through messages, 2 ranks, 64 B: a
+/// scan took 0.86 us against Open MPI's 0.14.
+const SCAN_MAX: usize = 3 * MAIL_MAX;
 
 impl std::fmt::Debug for MailScan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -617,61 +628,89 @@ impl MailScan {
     ) -> ScanPoll {
         let mut moved = false;
         if let Some(post) = &mut self.post {
-            if !post.poll_for(w, free, self.data.as_slice(), self.readers) {
-                return ScanPoll::Waiting;
+            let before = post.progress();
+            let readers = self.readers;
+            if !post.poll(w, free, self.data.as_slice(), |_| readers) {
+                return if post.progress() > before {
+                    ScanPoll::Moved
+                } else {
+                    ScanPoll::Waiting
+                };
             }
             self.post = None;
             moved = true;
         }
         let len = self.data.len();
-        let mut part = [0u8; MAIL_MAX];
+        let n = pieces(len, MAIL_MAX);
+        // A one-slot part is read whole in one poll, so it needs no home
+        // between polls.
+        let mut one = [0u8; MAIL_MAX];
+        let (part, acc) = match len {
+            0..=MAIL_MAX => (&mut one[..len], &mut self.acc[..len]),
+            _ => self.big.split_at_mut(len),
+        };
         while self.next < self.me {
             // The part of rank k has the ranks above it as readers.
             let alone = wires.len() - 1 - self.next == 1;
-            let read = Read::new(wires[self.next], self.stamp).alone(alone);
-            let Some(n) = read.poll(w, &mut part) else {
-                return if moved {
-                    ScanPoll::Moved
-                } else {
-                    ScanPoll::Waiting
+            while self.piece < n {
+                let j = self.piece;
+                let (at, want) = (j * MAIL_MAX, MAIL_MAX.min(len - j * MAIL_MAX));
+                let read = Read::new(wires[self.next], self.stamp.wrapping_add(j as u32));
+                let Some(got) = read.alone(alone).poll(w, &mut part[at..at + want]) else {
+                    return if moved {
+                        ScanPoll::Moved
+                    } else {
+                        ScanPoll::Waiting
+                    };
                 };
-            };
-            moved = true;
-            if n != len {
-                return ScanPoll::Failed(MpiError::new(
-                    crate::abi::consts::MPI_ERR_TRUNCATE,
-                    format!(
-                        "rank {} gave {n} bytes to the scan, this rank {len}",
-                        self.next
-                    ),
-                ));
+                moved = true;
+                if got != want {
+                    let gave = match n {
+                        1 => format!("{got} bytes"),
+                        _ => format!("a part whose piece {j} holds {got} bytes"),
+                    };
+                    return ScanPoll::Failed(MpiError::new(
+                        crate::abi::consts::MPI_ERR_TRUNCATE,
+                        format!(
+                            "rank {} gave {gave} to the scan, this rank {len}",
+                            self.next
+                        ),
+                    ));
+                }
+                self.piece += 1;
             }
+            self.piece = 0;
             if self.next > 0 {
                 // acc op part, left to right: the result lands in `part`.
-                if let Err(e) = self.op.combine(&self.acc[..len], &mut part[..len]) {
+                if let Err(e) = self.op.combine(acc, part) {
                     return ScanPoll::Failed(MpiError::new(
                         crate::abi::consts::MPI_ERR_OP,
                         e.to_string(),
                     ));
                 }
             }
-            self.acc[..len].copy_from_slice(&part[..len]);
+            acc.copy_from_slice(part);
             self.next += 1;
         }
-        let mut own = [0u8; MAIL_MAX];
-        own[..len].copy_from_slice(self.data.as_slice());
         let res = match (self.inclusive, self.me) {
             (false, 0) => return ScanPoll::Done,
-            (false, _) => &self.acc[..len],
-            (true, 0) => &own[..len],
+            (false, _) => acc,
+            // Through `part`, free once all are read: in place, `out` is
+            // the send buffer.
+            (true, 0) => {
+                part.copy_from_slice(self.data.as_slice());
+                part
+            }
             (true, _) => {
-                if let Err(e) = self.op.combine(&self.acc[..len], &mut own[..len]) {
+                // acc op own, into `part`.
+                part.copy_from_slice(self.data.as_slice());
+                if let Err(e) = self.op.combine(acc, part) {
                     return ScanPoll::Failed(MpiError::new(
                         crate::abi::consts::MPI_ERR_OP,
                         e.to_string(),
                     ));
                 }
-                &own[..len]
+                part
             }
         };
         self.out.write(res);
@@ -680,7 +719,7 @@ impl MailScan {
 }
 
 impl Engine {
-    /// `MPI_Scan` (`inclusive`) or `MPI_Exscan` of up to `MAIL_MAX` bytes
+    /// `MPI_Scan` (`inclusive`) or `MPI_Exscan` of up to [`SCAN_MAX`] bytes
     /// (`LANAI_NODE_COLL=auto`); `data` may be `out` (in place). `Err`
     /// gives the operation back when it does not qualify.
     pub(super) fn mail_scan(
@@ -692,21 +731,26 @@ impl Engine {
         inclusive: bool,
         blocking: bool,
     ) -> MpiResult<Result<usize, Combiner>> {
-        if !self.settings.algos.node_colls
-            || !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)?
-        {
+        let len = data.len();
+        if !self.settings.algos.node_colls || !self.mail_ready(comm, len, SCAN_MAX, blocking)? {
             return Ok(Err(op));
         }
-        let (chan, stamp) = self.mail_stamps(comm, 1)?;
+        let (chan, stamp) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
         let (rank, me, _, n) = self.mail_members(comm, 0)?;
         let readers = (n - 1 - rank) as u32;
         let scan = MailScan {
-            post: (readers > 0).then(|| Post::new(me, stamp, rank)),
+            post: (readers > 0).then(|| PostPieces::new(me, stamp, len, MAIL_MAX)),
             readers,
             data: Source::User(data),
             next: 0,
             stamp,
+            piece: 0,
             acc: [0; MAIL_MAX],
+            big: if len > MAIL_MAX {
+                vec![0; 2 * len]
+            } else {
+                Vec::new()
+            },
             op,
             out,
             inclusive,

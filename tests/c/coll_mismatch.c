@@ -3,9 +3,9 @@
  *   coll_mismatch ROOT_BYTES OTHER_BYTES [WHAT [fatal]]
  *
  * Rank 0 passes ROOT_BYTES, every other rank OTHER_BYTES, to WHAT (bcast,
- * the default; gather; scatter; allgather; alltoall; allreduce, MPI_BOR
- * on bytes; root: a bcast where the others name root 1; kind: rank 0
- * calls MPI_Allreduce where the others call MPI_Bcast).
+ * the default; gather; scatter; allgather; alltoall; allreduce and scan,
+ * MPI_BOR on bytes; root: a bcast where the others name root 1; kind:
+ * rank 0 calls MPI_Allreduce where the others call MPI_Bcast).
  *
  * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
  * with a message saying the counts disagree, the root succeeds, nothing is
@@ -64,6 +64,8 @@ static void fatal(const char *what, int mine)
         MPI_Alltoall(a, mine, MPI_BYTE, b, mine, MPI_BYTE, MPI_COMM_WORLD);
     else if (!strcmp(what, "allreduce"))
         MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    else if (!strcmp(what, "scan"))
+        MPI_Scan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
     else if (!strcmp(what, "root"))
         MPI_Bcast(a, mine, MPI_BYTE, lt_rank == 0 ? 0 : 1, MPI_COMM_WORLD);
     else if (lt_rank == 0) /* kind */

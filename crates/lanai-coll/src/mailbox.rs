@@ -41,9 +41,16 @@ pub trait MailWires {
     /// Reads of member `i`'s `slot` so far, wrapping.
     fn taken(&self, i: usize, slot: usize) -> u32;
     /// Writes `data` into member `i`'s `slot`, then publishes `stamp`.
-    fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]);
-    /// Copies member `i`'s `slot` out: its length as written, and as many
-    /// bytes as `out` holds.
+    fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+        self.fill_piece(i, slot, stamp, data, false)
+    }
+    /// [`MailWires::fill`] for a piece of a longer post: `more` says that
+    /// pieces follow, and [`MailWires::read`] adds [`MORE`] to the length
+    /// it returns. A reader that expects the post to end there, or to go
+    /// on, then sees a length other than the one it expects.
+    fn fill_piece(&self, i: usize, slot: usize, stamp: u32, data: &[u8], more: bool);
+    /// Copies member `i`'s `slot` out: its length as written, plus
+    /// [`MORE`] when pieces follow, and as many bytes as `out` holds.
     fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize;
     /// Adds one to the `taken` count of member `i`'s `slot`: one reader
     /// is done with it.
@@ -58,6 +65,19 @@ pub trait MailWires {
     /// the transfers between cores overlap instead of queueing. No effect
     /// on what any read returns.
     fn prefetch(&self, _i: usize, _slot: usize) {}
+}
+
+/// Added to a read's length when more pieces of the post follow: posters
+/// and readers that disagree on a post's length then disagree on the
+/// length of some piece, even where one ends on a slot's edge.
+pub const MORE: usize = 1 << 31;
+
+/// A length as a read returns it, for messages.
+pub fn shown(len: usize) -> String {
+    match len & MORE {
+        0 => format!("{len}"),
+        _ => format!("{} and more", len & !MORE),
+    }
 }
 
 /// Slots whose `taken` stamps a member reads in one look: four-byte
@@ -199,7 +219,9 @@ impl std::fmt::Display for SizeMismatch {
         write!(
             f,
             "rank {} contributed {} bytes to the reduce, the root expects {}",
-            self.member, self.got, self.want
+            self.member,
+            shown(self.got),
+            self.want
         )
     }
 }
@@ -212,13 +234,25 @@ pub struct Post {
     me: usize,
     stamp: u32,
     root: usize,
+    /// A piece of a longer post, and not its last ([`MORE`]).
+    more: bool,
 }
 
 impl Post {
     /// Member `me` (its input on the wires) contributes to reduce `stamp`,
     /// whose root is at position `root` of the communicator.
     pub fn new(me: usize, stamp: u32, root: usize) -> Self {
-        Self { me, stamp, root }
+        Self {
+            me,
+            stamp,
+            root,
+            more: false,
+        }
+    }
+
+    /// This post is a piece that more pieces follow.
+    pub fn more(self, more: bool) -> Self {
+        Self { more, ..self }
     }
 
     /// The root's position in the communicator (whom to wake).
@@ -244,7 +278,7 @@ impl Post {
         if !free.claim(w, self.me, slot, 1) {
             return false;
         }
-        w.fill(self.me, slot, self.stamp, data);
+        w.fill_piece(self.me, slot, self.stamp, data, self.more);
         true
     }
 }
@@ -265,7 +299,7 @@ impl Post {
         if !free.claim(w, self.me, slot, readers) {
             return false;
         }
-        w.fill(self.me, slot, self.stamp, data);
+        w.fill_piece(self.me, slot, self.stamp, data, self.more);
         true
     }
 }
@@ -389,7 +423,8 @@ impl PostPieces {
             let r = readers(j);
             let bytes = &data[j * self.piece..((j + 1) * self.piece).min(self.len)];
             let stamp = self.first.wrapping_add(j as u32);
-            if r > 0 && !Post::new(self.me, stamp, self.me).poll_for(w, free, bytes, r) {
+            let post = Post::new(self.me, stamp, self.me).more(j + 1 < n);
+            if r > 0 && !post.clone().poll_for(w, free, bytes, r) {
                 return false;
             }
             self.next += 1;
@@ -471,6 +506,7 @@ impl ReadPieces {
             let j = self.next;
             let at = j * piece;
             let expect = piece.min(self.len - at);
+            let flag = if at + expect < self.len { MORE } else { 0 };
             let stamp = self.first.wrapping_add(j as u32);
             let read = Read::new(self.src, stamp).alone(self.alone);
             // The part of this piece that `want` covers.
@@ -489,17 +525,17 @@ impl ReadPieces {
                 let Some(got) = read.poll(w, &mut buf[..piece]) else {
                     return Ok(false);
                 };
-                if got == expect {
+                if got == expect | flag {
                     out[from - self.want.start..to - self.want.start]
                         .copy_from_slice(&buf[from - at..to - at]);
                 }
                 got
             };
-            if got != expect {
+            if got != expect | flag {
                 return Err(PieceMismatch {
                     piece: j,
                     got,
-                    want: expect,
+                    want: expect | flag,
                 });
             }
             self.next += 1;
@@ -618,16 +654,17 @@ impl Collect {
                     return Ok(false);
                 }
                 let (at, want) = (j * piece, piece.min(len - j * piece));
+                let flag = if j + 1 < n { MORE } else { 0 };
                 let got = w.read(
                     i,
                     slot,
                     &mut self.all[pos * len + at..pos * len + at + want],
                 );
                 w.give_alone(i, slot);
-                if got != want {
+                if got != want | flag {
                     return Err(SizeMismatch {
                         member: pos,
-                        got: at + got,
+                        got: (at + (got & !MORE)) | (got & MORE),
                         want: len,
                     });
                 }
@@ -683,15 +720,18 @@ mod tests {
     use proptest::prelude::*;
     use std::cell::RefCell;
 
+    /// A slot: `filled` stamp, `taken` count, bytes, more pieces follow.
+    type Slot = (u32, u32, Vec<u8>, bool);
+
     /// Slots in plain memory.
     struct Model {
-        slots: RefCell<Vec<(u32, u32, Vec<u8>)>>,
+        slots: RefCell<Vec<Slot>>,
     }
 
     impl Model {
         fn new(members: usize) -> Self {
             Self {
-                slots: RefCell::new(vec![(0, 0, Vec::new()); members * SLOTS as usize]),
+                slots: RefCell::new(vec![(0, 0, Vec::new(), false); members * SLOTS as usize]),
             }
         }
         fn at(i: usize, slot: usize) -> usize {
@@ -706,16 +746,17 @@ mod tests {
         fn taken(&self, i: usize, slot: usize) -> u32 {
             self.slots.borrow()[Self::at(i, slot)].1
         }
-        fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+        fn fill_piece(&self, i: usize, slot: usize, stamp: u32, data: &[u8], more: bool) {
             let s = &mut self.slots.borrow_mut()[Self::at(i, slot)];
             s.2 = data.to_vec();
+            s.3 = more;
             s.0 = stamp;
         }
         fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
             let s = &self.slots.borrow()[Self::at(i, slot)];
             let n = out.len().min(s.2.len());
             out[..n].copy_from_slice(&s.2[..n]);
-            s.2.len()
+            s.2.len() | if s.3 { MORE } else { 0 }
         }
         fn give(&self, i: usize, slot: usize) {
             let s = &mut self.slots.borrow_mut()[Self::at(i, slot)];
@@ -862,8 +903,8 @@ mod tests {
             self.taken_reads.set(self.taken_reads.get() + 1);
             self.inner.taken(i, slot)
         }
-        fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
-            self.inner.fill(i, slot, stamp, data)
+        fn fill_piece(&self, i: usize, slot: usize, stamp: u32, data: &[u8], more: bool) {
+            self.inner.fill_piece(i, slot, stamp, data, more)
         }
         fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
             self.inner.read(i, slot, out)
@@ -919,6 +960,41 @@ mod tests {
             "a reused buffer's old bytes do not show"
         );
         assert_eq!(c.poll(&w, &wires), Ok(false), "reduce 65 is not in yet");
+    }
+
+    #[test]
+    fn a_post_that_ends_or_goes_on_where_its_reader_does_not_expect_fails() {
+        let w = Model::new(2);
+        let free: Vec<FreeSlots> = (0..2).map(|_| FreeSlots::default()).collect();
+        // 100 bytes in two pieces, to a root that expects one full slot:
+        // the first piece's length is right, but more follow.
+        assert!(PostPieces::new(1, 1, 100, 56).poll(&w, &free[1], &[7; 100], |_| 1));
+        let mut c = Collect::new(1, 2, 0, &[0; 56], Vec::new());
+        assert_eq!(
+            c.poll(&w, &[0, 1]),
+            Err(SizeMismatch {
+                member: 1,
+                got: 56 | MORE,
+                want: 56
+            })
+        );
+        // One full slot, to a reader of 100 bytes: the post ends early.
+        assert!(PostPieces::new(1, 3, 56, 56).poll(&w, &free[1], &[7; 56], |_| 1));
+        let mut r = ReadPieces::new(1, 3, 100, 0..100, 56).alone(true);
+        assert_eq!(
+            r.poll(&w, &mut [0; 100]),
+            Err(PieceMismatch {
+                piece: 0,
+                got: 56,
+                want: 56 | MORE
+            })
+        );
+        // And a root collecting 100 bytes in pieces reads both back.
+        assert!(PostPieces::new(1, 4, 100, 56).poll(&w, &free[1], &[9; 100], |_| 1));
+        let mut c = Collect::new(4, 2, 0, &[1; 100], Vec::new()).in_pieces(56);
+        assert_eq!(c.poll(&w, &[0, 1]), Ok(true));
+        assert_eq!(c.parts(), vec![&[1; 100][..], &[9; 100][..]]);
+        assert_eq!(shown(56 | MORE), "56 and more");
     }
 
     #[test]

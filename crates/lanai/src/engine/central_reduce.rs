@@ -712,7 +712,9 @@ fn read_post(read: &mut ReadPieces, w: &Channel<'_>, out: &UserBuf, tmp: &mut Ve
             c::MPI_ERR_TRUNCATE,
             format!(
                 "piece {} of the root's post holds {} bytes, this rank expects {}",
-                e.piece, e.got, e.want
+                e.piece,
+                lanai_coll::mailbox::shown(e.got),
+                lanai_coll::mailbox::shown(e.want)
             ),
         )),
     }

@@ -31,7 +31,7 @@ use super::transfers::block_of;
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use crate::shm::barrier_device::MAIL_MAX;
-use lanai_coll::mailbox::{pieces, Collect, Post, PostPieces, Read, ReadPieces};
+use lanai_coll::mailbox::{pieces, shown, Collect, Post, PostPieces, Read, ReadPieces, MORE};
 use lanai_coll::{Combine, Layout};
 
 /// Slots a broadcast or scatter may take: posts up to this many times
@@ -655,6 +655,7 @@ impl MailScan {
             while self.piece < n {
                 let j = self.piece;
                 let (at, want) = (j * MAIL_MAX, MAIL_MAX.min(len - j * MAIL_MAX));
+                let flag = if j + 1 < n { MORE } else { 0 };
                 let read = Read::new(wires[self.next], self.stamp.wrapping_add(j as u32));
                 let Some(got) = read.alone(alone).poll(w, &mut part[at..at + want]) else {
                     return if moved {
@@ -664,10 +665,10 @@ impl MailScan {
                     };
                 };
                 moved = true;
-                if got != want {
+                if got != want | flag {
                     let gave = match n {
-                        1 => format!("{got} bytes"),
-                        _ => format!("a part whose piece {j} holds {got} bytes"),
+                        1 => format!("{} bytes", shown(got)),
+                        _ => format!("a part whose piece {j} holds {} bytes", shown(got)),
                     };
                     return ScanPoll::Failed(MpiError::new(
                         crate::abi::consts::MPI_ERR_TRUNCATE,

@@ -18,7 +18,7 @@ use super::fence;
 use super::stage::{stage_len, Stage};
 use super::Segment;
 use lanai_coll::central::{reached, Wires};
-use lanai_coll::mailbox::{MailWires, SLOTS};
+use lanai_coll::mailbox::{MailWires, MORE, SLOTS};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -422,12 +422,13 @@ impl MailWires for Channel<'_> {
     }
 
     #[inline(always)]
-    fn fill(&self, i: usize, slot: usize, stamp: u32, data: &[u8]) {
+    fn fill_piece(&self, i: usize, slot: usize, stamp: u32, data: &[u8], more: bool) {
         let at = self.mail_slot(i, slot);
         assert!(data.len() <= MAIL_MAX && at + 8 + data.len() <= self.seg.len());
+        let word = data.len() | if more { MORE } else { 0 };
         self.seg
             .atomic_u32(at + 4)
-            .store(data.len() as u32, Ordering::Relaxed);
+            .store(word as u32, Ordering::Relaxed);
         // SAFETY: the bytes lie inside the mapping (checked). Only member
         // `i` writes its slots, and a reader reads this one only after the
         // release store below; every reader of the last post has said it
@@ -441,14 +442,14 @@ impl MailWires for Channel<'_> {
 
     fn read(&self, i: usize, slot: usize, out: &mut [u8]) -> usize {
         let at = self.mail_slot(i, slot);
-        let len = self.seg.atomic_u32(at + 4).load(Ordering::Relaxed) as usize;
-        let n = out.len().min(len).min(MAIL_MAX);
+        let word = self.seg.atomic_u32(at + 4).load(Ordering::Relaxed) as usize;
+        let n = out.len().min(word & !MORE).min(MAIL_MAX);
         assert!(at + 8 + n <= self.seg.len());
         // SAFETY: inside the mapping (checked); the owner wrote these bytes
         // before the `filled` stamp the caller has acquired, and will not
         // write them again before this rank's `take`.
         unsafe { std::ptr::copy_nonoverlapping(self.seg.base().add(at + 8), out.as_mut_ptr(), n) };
-        len
+        word
     }
 
     fn give(&self, i: usize, slot: usize) {

@@ -424,8 +424,11 @@ impl Engine {
         op: super::coll::Combiner,
         may_agree: bool,
     ) -> MpiResult<Result<usize, super::coll::Combiner>> {
-        let size = self.comms.get(comm)?.size;
-        if !rides(data.len(), size) || !self.device_ready(comm, data.len(), DATA_MAX, may_agree)? {
+        // The small ones, the latency-bound case, skip the size's lookup.
+        let len = data.len();
+        if len > RIDE_ALWAYS && !rides(len, self.comms.get(comm)?.size)
+            || !self.device_ready(comm, len, DATA_MAX, may_agree)?
+        {
             return Ok(Err(op));
         }
         let riding = Riding {
@@ -458,9 +461,12 @@ impl Engine {
         len: usize,
         blocking: bool,
     ) -> MpiResult<bool> {
-        let size = self.comms.get(comm)?.size;
         // Those that ride the device, the latency-bound case, leave first.
-        if rides(len, size) || len > crate::shm::stage::STAGE_MAX {
+        if len <= RIDE_ALWAYS || len > crate::shm::stage::STAGE_MAX {
+            return Ok(false);
+        }
+        let size = self.comms.get(comm)?.size;
+        if rides(len, size) {
             return Ok(false);
         }
         let algos = &self.settings.algos;

@@ -253,7 +253,8 @@ impl Engine {
         // reduce in flight, since those are polled whenever one starts.
         let first_try = may_agree && self.st.colls.mail.is_empty();
         let mut post = Post::new(setup.me(), stamp, root as usize);
-        let mut in_pieces = PostPieces::new(setup.me(), stamp, data.len(), MAIL_MAX);
+        let mut in_pieces =
+            pieced.then(|| PostPieces::new(setup.me(), stamp, data.len(), MAIL_MAX));
         let mut in_stage = false;
         // The reduce this one follows in its staging slot (`shm::stage`).
         let after = match comb {
@@ -271,7 +272,9 @@ impl Engine {
                     let s = &mut in_stage;
                     post_staged(&mut post, after, s, st, &w, &setup.free, data.as_slice())
                 }
-                _ if pieced => in_pieces.poll(&w, &setup.free, data.as_slice(), |_| 1),
+                _ if pieced => in_pieces
+                    .as_mut()
+                    .is_some_and(|p| p.poll(&w, &setup.free, data.as_slice(), |_| 1)),
                 _ => post.poll(&w, &setup.free, data.as_slice()),
             };
             if posted {
@@ -350,14 +353,16 @@ impl Engine {
                 after,
                 staged: in_stage,
             },
-            _ if pieced => Work::PostFor {
-                post: in_pieces,
-                data: Source::User(data),
-                readers: Readers::One(root as usize),
-            },
-            _ => Work::Post {
-                post,
-                data: Source::User(data),
+            _ => match in_pieces {
+                Some(post) => Work::PostFor {
+                    post,
+                    data: Source::User(data),
+                    readers: Readers::One(root as usize),
+                },
+                None => Work::Post {
+                    post,
+                    data: Source::User(data),
+                },
             },
         };
         let req = self.st.reqs.insert_on(Op::Coll, comm);

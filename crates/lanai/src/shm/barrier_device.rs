@@ -306,6 +306,7 @@ impl Channel<'_> {
 
     /// Writes this rank's contribution to generation `gen`, before it sets
     /// its input (whose release store publishes the bytes).
+    #[inline]
     pub fn put_data(&self, me: usize, gen: u32, data: &[u8]) {
         let off = self.slot(me, gen, data.len());
         assert!(data.len() <= DATA_MAX && off + data.len() <= self.seg.len());
@@ -321,6 +322,7 @@ impl Channel<'_> {
     }
 
     /// Input `i`'s length word for generation `gen`'s parity.
+    #[inline]
     fn len_word(&self, i: usize, gen: u32) -> &AtomicU32 {
         let i = i.min(self.local_size - 1);
         let parity = (gen % 2) as usize;
@@ -330,6 +332,7 @@ impl Channel<'_> {
 
     /// The length input `i` wrote for generation `gen`; read it as
     /// [`Channel::data`] is read.
+    #[inline]
     pub fn data_len(&self, i: usize, gen: u32) -> usize {
         self.len_word(i, gen).load(Ordering::Relaxed) as usize
     }

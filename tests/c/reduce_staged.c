@@ -2,9 +2,9 @@
  * 64 KiB: each non-root copies its contribution into a staging slot and
  * the root folds them all where they lie), the sizes on either side, and
  * larger ones (in chunks through the same slots, every rank folding a
- * share). Where ranks share cores, those of up to 168 bytes go through
- * the mailboxes in pieces instead; 21 and 22 doubles, 168 and 169 bytes,
- * sit on that edge.
+ * share). Those of up to 112 bytes, 168 where ranks share cores, go
+ * through the mailboxes in pieces instead; 14, 15, 21 and 22 doubles,
+ * 112, 113, 168 and 169 bytes sit on those edges.
  * Checked against values computed here:
  *  - float sums whose bits depend on the grouping, against the binomial
  *    fold of every rank's contribution done here, so the staged path must
@@ -19,9 +19,9 @@
  * usage: reduce_staged [rounds] */
 #include "lt.h"
 
-static const int dcounts[] = {1, 6, 7, 8, 21, 22, 100, 2048, 8191, 8192, 8193, 40000};
+static const int dcounts[] = {1, 6, 7, 8, 14, 15, 21, 22, 100, 2048, 8191, 8192, 8193, 40000};
 #define NDC ((int)(sizeof(dcounts) / sizeof(dcounts[0])))
-static const int bcounts[] = {55, 56, 57, 168, 169, 4096, 65535, 65536, 65537, 300001};
+static const int bcounts[] = {55, 56, 57, 112, 113, 168, 169, 4096, 65535, 65536, 65537, 300001};
 #define NBC ((int)(sizeof(bcounts) / sizeof(bcounts[0])))
 
 static double fval(int rank, int i, int round)

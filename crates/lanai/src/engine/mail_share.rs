@@ -10,7 +10,7 @@
 //!   block from the pieces that hold it.
 //! - A gather is a reduce that lays the parts end to end instead of
 //!   folding them; blocks longer than a slot go in pieces, as a
-//!   broadcast's do, and the root reads each member's into place.
+//!   broadcast's do, and the root takes each member's in turn.
 //! - A gatherv's members post their blocks of up to a slot, and its root
 //!   reads each into place; a scatterv's root posts each such block in a
 //!   slot of its own for its one reader. Longer blocks go as transfers.
@@ -228,10 +228,12 @@ impl Engine {
         self.start_mail(comm, chan, work, blocking).map(Some)
     }
 
-    /// `MPI_Gather` through the mailboxes (`LANAI_NODE_COLL=auto`): blocks
-    /// of up to `MAIL_MAX` bytes as a reduce's contributions, longer ones
-    /// in pieces; `out` is the root's receive buffer.
-    /// `None` when it does not qualify.
+    /// `MPI_Gather` through the mailboxes (`LANAI_NODE_COLL=auto`), as a
+    /// reduce's contributions: blocks longer than a slot and shorter than
+    /// the staging slots take ([`GATHER_MIN`]) in pieces, up to as many as
+    /// a broadcast's post ([`Engine::share_ready`]; through messages, 2
+    /// ranks, 64 bytes: 0.48 us a gather against Open MPI's 0.067). `out`
+    /// is the root's receive buffer. `None` when it does not qualify.
     pub(super) fn mail_gather(
         &mut self,
         comm: usize,
@@ -240,37 +242,45 @@ impl Engine {
         root: u32,
         blocking: bool,
     ) -> MpiResult<Option<usize>> {
-        if !self.settings.algos.node_colls {
-            return Ok(None);
-        }
-        if data.len() > MAIL_MAX {
-            return self.mail_gather_pieces(comm, data, out, root, blocking);
-        }
-        if !self.mail_ready(comm, data.len(), MAIL_MAX, blocking)? {
+        let len = data.len();
+        if !self.settings.algos.node_colls
+            || len >= GATHER_MIN
+            || !match len {
+                0..=MAIL_MAX => self.mail_ready(comm, len, MAIL_MAX, blocking)?,
+                _ => self.share_ready(comm, len, blocking)?,
+            }
+        {
             return Ok(None);
         }
         let root = root as usize;
         let (rank, me, _, n) = self.mail_members(comm, root)?;
         // Checked before any stamp is taken.
-        if rank == root && out.is_some_and(|o| o.len() != data.len() * n) {
+        if rank == root && out.is_some_and(|o| o.len() != len * n) {
             return Err(MpiError::internal(
                 "gather: receive buffer of the wrong size",
             ));
         }
-        let (chan, stamp) = self.mail_stamps(comm, 1)?;
+        let (chan, stamp) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
         let work = match out {
             Some(out) if rank == root => {
                 let buf = self.st.colls.take_buf();
                 Work::Collect {
-                    collect: Collect::new(stamp, n, root, data.as_slice(), buf),
+                    collect: Collect::new(stamp, n, root, data.as_slice(), buf)
+                        .in_pieces(MAIL_MAX),
                     merge: Merge::Gather,
                     out,
                     shape: self.settings.algos.reduce,
                 }
             }
-            _ => Work::Post {
+            _ if len <= MAIL_MAX => Work::Post {
                 post: Post::new(me, stamp, root),
                 data: Source::User(data),
+            },
+            // Longer blocks in pieces, as a broadcast's post.
+            _ => Work::PostFor {
+                post: PostPieces::new(me, stamp, len, MAIL_MAX),
+                data: Source::User(data),
+                readers: Readers::One(root),
             },
         };
         self.net.counters.mail_shares += 1;
@@ -279,72 +289,6 @@ impl Engine {
 }
 
 impl Engine {
-    /// `MPI_Gather` of blocks longer than a slot and shorter than the
-    /// staging slots take ([`GATHER_MIN`]), up to as many pieces as a
-    /// broadcast's post ([`Engine::share_ready`]): each member posts its
-    /// block in pieces for the root alone, and the root reads every
-    /// member's into place, as a gatherv's root does. Through messages
-    /// each of these cost a collective instance per call (2 ranks, 64
-    /// bytes: 0.48 us a gather against Open MPI's 0.067).
-    fn mail_gather_pieces(
-        &mut self,
-        comm: usize,
-        data: UserBuf,
-        out: Option<UserBuf>,
-        root: u32,
-        blocking: bool,
-    ) -> MpiResult<Option<usize>> {
-        let len = data.len();
-        if len >= GATHER_MIN || !self.share_ready(comm, len, blocking)? {
-            return Ok(None);
-        }
-        let root = root as usize;
-        let (rank, me, _, n) = self.mail_members(comm, root)?;
-        // Checked before any stamp is taken.
-        let out = match out {
-            Some(o) if rank == root && o.len() != len * n => {
-                return Err(MpiError::internal(
-                    "gather: receive buffer of the wrong size",
-                ))
-            }
-            o if rank == root => o,
-            _ => None,
-        };
-        let (chan, first) = self.mail_stamps(comm, pieces(len, MAIL_MAX))?;
-        let work = match out {
-            Some(out) => {
-                let own = block_of(&out, root * len..(root + 1) * len)?;
-                // In place, the root's block is there already.
-                if own.addr() != data.addr() {
-                    own.write(data.as_slice());
-                }
-                let Central::Active(setup) = &self.comms.get(comm)?.central else {
-                    return Err(MpiError::internal("mailbox op without a channel"));
-                };
-                let wires = setup.members();
-                let reads = (0..n)
-                    .filter(|&p| p != root)
-                    .map(|p| {
-                        let read = ReadPieces::new(wires[p], first, len, 0..len, MAIL_MAX);
-                        Ok((p, read.alone(true), block_of(&out, p * len..(p + 1) * len)?))
-                    })
-                    .collect::<MpiResult<_>>()?;
-                Work::ReadEach {
-                    reads,
-                    tmp: Vec::new(),
-                    failed: None,
-                }
-            }
-            None => Work::PostFor {
-                post: PostPieces::new(me, first, len, MAIL_MAX),
-                data: Source::User(data),
-                readers: Readers::One(root),
-            },
-        };
-        self.net.counters.mail_shares += 1;
-        self.start_mail(comm, chan, work, blocking).map(Some)
-    }
-
     /// `MPI_Gatherv` on one node (`LANAI_NODE_COLL=auto`): a block of up
     /// to `MAIL_MAX` bytes goes through its member's mailbox, as a
     /// gather's does, and a longer one as a transfer (`transfers.rs`).

@@ -232,8 +232,11 @@ impl Engine {
         // a member may then run up to 64 slots ahead of its root, where
         // the staging slots let it run 4 calls, and a piece moves one line
         // where a staged part moves its descriptor's and its own.
-        let pieced = staged
-            && data.len() <= if setup.crowded { PIECED_MAX } else { PIECED_CORES_MAX };
+        let most = match setup.crowded {
+            true => PIECED_MAX,
+            false => PIECED_CORES_MAX,
+        };
+        let pieced = staged && data.len() <= most;
         let staged = staged && !pieced;
         // Every member has this channel, so all agree.
         let stage = dev.stage(chan);

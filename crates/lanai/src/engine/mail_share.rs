@@ -265,8 +265,7 @@ impl Engine {
             Some(out) if rank == root => {
                 let buf = self.st.colls.take_buf();
                 Work::Collect {
-                    collect: Collect::new(stamp, n, root, data.as_slice(), buf)
-                        .in_pieces(MAIL_MAX),
+                    collect: Collect::new(stamp, n, root, data.as_slice(), buf).in_pieces(MAIL_MAX),
                     merge: Merge::Gather,
                     out,
                     shape: self.settings.algos.reduce,

@@ -423,8 +423,8 @@ impl PostPieces {
             let r = readers(j);
             let bytes = &data[j * self.piece..((j + 1) * self.piece).min(self.len)];
             let stamp = self.first.wrapping_add(j as u32);
-            let post = Post::new(self.me, stamp, self.me).more(j + 1 < n);
-            if r > 0 && !post.clone().poll_for(w, free, bytes, r) {
+            let mut post = Post::new(self.me, stamp, self.me).more(j + 1 < n);
+            if r > 0 && !post.poll_for(w, free, bytes, r) {
                 return false;
             }
             self.next += 1;

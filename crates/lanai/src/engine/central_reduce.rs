@@ -30,9 +30,11 @@ use lanai_coll::ReduceTree;
 
 /// A staged contribution's descriptor, as its mailbox slot carries it: the
 /// staging slot and the length, then zeros. It fills the whole mailbox
-/// slot, and reduces that small go through the mailbox itself, so a root
-/// and a member that disagree about the length see a length mismatch,
-/// never a descriptor taken for data or the reverse.
+/// slot, reduces that small go through the mailbox itself, and those in
+/// pieces are longer, so their first piece says more follow
+/// (`mailbox::MORE`): a root and a member that disagree about the length
+/// see a length mismatch, never a descriptor taken for data or the
+/// reverse.
 const DESC_LEN: usize = MAIL_MAX;
 
 /// The longest contribution that goes through the mailboxes in pieces
@@ -236,7 +238,8 @@ impl Engine {
             true => PIECED_MAX,
             false => PIECED_CORES_MAX,
         };
-        let pieced = staged && data.len() <= most;
+        // A descriptor's length stays staged: see `DESC_LEN`.
+        let pieced = staged && data.len() > DESC_LEN && data.len() <= most;
         let staged = staged && !pieced;
         // Every member has this channel, so all agree.
         let stage = dev.stage(chan);

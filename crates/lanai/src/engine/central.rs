@@ -411,11 +411,11 @@ impl Engine {
         }
     }
 
-    /// `MPI_Allreduce` that rides the device (see [`rides`]) on a communicator whose
-    /// members share one node and its device. When it does not qualify the
-    /// operator comes back, and the caller runs the message-passing
-    /// algorithms, which give the same bits. `may_agree` as for
-    /// [`Engine::device_ready`].
+    /// `MPI_Allreduce` that rides the device (see [`rides`]) on a
+    /// communicator whose members share one node and its device. When it
+    /// does not qualify the operator comes back, and the caller runs the
+    /// message-passing algorithms, which give the same bits. `may_agree`
+    /// as for [`Engine::device_ready`].
     pub(super) fn central_allreduce(
         &mut self,
         comm: usize,

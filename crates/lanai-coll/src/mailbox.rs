@@ -558,10 +558,13 @@ pub struct Collect {
     all: Vec<u8>,
     len: usize,
     /// Bytes per piece of a contribution longer than a slot, which its
-    /// member posts in pieces under consecutive stamps from `stamp`.
-    piece: usize,
+    /// member posts in pieces under consecutive stamps from `stamp`; 0
+    /// for one slot. Narrow, with `pieces_in`, so that both fit beside
+    /// `stamp`: every reduce moves this struct a few times, and the
+    /// 8-byte reduce's time follows its stores.
+    piece: u16,
     /// Pieces of member `next` taken so far.
-    pieces_in: usize,
+    pieces_in: u16,
 }
 
 impl Collect {
@@ -583,7 +586,7 @@ impl Collect {
             next: 0,
             all: buf,
             len,
-            piece: usize::MAX,
+            piece: 0,
             pieces_in: 0,
         };
         c.skip_root();
@@ -594,7 +597,7 @@ impl Collect {
     /// the stamps from this reduce's, as [`PostPieces`] posts them.
     pub fn in_pieces(self, piece: usize) -> Self {
         Self {
-            piece: piece.max(1),
+            piece: piece.clamp(1, MAX_PIECE) as u16,
             ..self
         }
     }
@@ -610,7 +613,7 @@ impl Collect {
     /// Later members wait for earlier ones: each has its own slots, so a
     /// late member holds up no one else's next post.
     pub fn poll(&mut self, w: &impl MailWires, wires: &[usize]) -> Result<bool, SizeMismatch> {
-        if self.len > self.piece {
+        if self.piece != 0 && self.len > usize::from(self.piece) {
             return self.poll_pieces(w, wires);
         }
         let slot = slot_of(self.stamp);
@@ -641,13 +644,13 @@ impl Collect {
 
     /// [`Collect::poll`] for contributions in pieces.
     fn poll_pieces(&mut self, w: &impl MailWires, wires: &[usize]) -> Result<bool, SizeMismatch> {
-        let (len, piece) = (self.len, self.piece);
+        let (len, piece) = (self.len, usize::from(self.piece));
         let n = pieces(len, piece);
         while self.next < self.members {
             let pos = self.next;
             let i = wires[pos];
-            while self.pieces_in < n {
-                let j = self.pieces_in;
+            while usize::from(self.pieces_in) < n {
+                let j = usize::from(self.pieces_in);
                 let stamp = self.stamp.wrapping_add(j as u32);
                 let slot = slot_of(stamp);
                 if w.filled(i, slot) != stamp {

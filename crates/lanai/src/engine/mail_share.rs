@@ -264,8 +264,12 @@ impl Engine {
         let work = match out {
             Some(out) if rank == root => {
                 let buf = self.st.colls.take_buf();
+                let mut collect = Collect::new(stamp, n, root, data.as_slice(), buf);
+                if len > MAIL_MAX {
+                    collect = collect.in_pieces(MAIL_MAX);
+                }
                 Work::Collect {
-                    collect: Collect::new(stamp, n, root, data.as_slice(), buf).in_pieces(MAIL_MAX),
+                    collect,
                     merge: Merge::Gather,
                     out,
                     shape: self.settings.algos.reduce,

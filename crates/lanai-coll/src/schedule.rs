@@ -112,7 +112,6 @@ impl Stream {
 #[derive(Debug, Clone)]
 struct Recv {
     step: usize,
-    len: usize,
     /// Its payload, when that came before the program reached the step.
     early: Option<Vec<u8>>,
 }
@@ -229,13 +228,11 @@ impl<C: Combine> Schedule<C> {
         // count them, lay the runs out, then fill them.
         let recv_keys = || {
             plan.steps.iter().enumerate().filter_map(|(i, s)| match s {
-                Step::Recv {
-                    from, kind, range, ..
-                } => Some((i, *from, *kind, range.len())),
+                Step::Recv { from, kind, .. } => Some((i, *from, *kind)),
                 _ => None,
             })
         };
-        for (_, from, kind, _) in recv_keys() {
+        for (_, from, kind) in recv_keys() {
             let k = find(&streams, from, kind).ok_or_else(no_stream)?;
             streams[k].end += 1;
         }
@@ -248,18 +245,13 @@ impl<C: Combine> Schedule<C> {
         let mut recvs = vec![
             Recv {
                 step: 0,
-                len: 0,
                 early: None,
             };
             receives
         ];
-        for (step, from, kind, len) in recv_keys() {
+        for (step, from, kind) in recv_keys() {
             let k = find(&streams, from, kind).ok_or_else(no_stream)?;
-            recvs[streams[k].end as usize] = Recv {
-                step,
-                len,
-                early: None,
-            };
+            recvs[streams[k].end as usize] = Recv { step, early: None };
             streams[k].end += 1;
         }
         let mut m = Schedule {
@@ -475,10 +467,15 @@ impl<C: Combine> Schedule<C> {
         if h.step != seen as u8 {
             return Err(out_of_order());
         }
-        if len != self.recvs[at].len {
+        // Every receive step's range was checked against the buffer.
+        let expected = match self.steps.get(self.recvs[at].step) {
+            Some(Step::Recv { range, .. }) => range.len(),
+            _ => return Err(no_stream()),
+        };
+        if len != expected {
             return Err(CollError::DataLengthMismatch {
                 from,
-                expected: self.recvs[at].len,
+                expected,
                 got: len,
             });
         }

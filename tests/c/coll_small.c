@@ -244,15 +244,16 @@ static void in_flight(MPI_Comm comm, int round)
 }
 
 /* Gatherv and scatterv: member p's block is v_len(p, c) bytes, from empty
- * through the mailbox slot's 56 bytes to a transfer's, laid out in
- * reverse rank order with 3-byte gaps that must stay 0xee; in place at the
+ * through the mailbox slot's 56 bytes and three slots' 168 in pieces to a
+ * transfer's, laid out in reverse rank order with 3-byte gaps that must
+ * stay 0xee; in place at the
  * root every other call; then K of each in flight to different roots,
  * completed in reverse; then more calls in a row than a rank has mailbox
  * slots, with the root's block small and the others' too. */
 static int v_len(int p, int c)
 {
-    static const int lens[] = {0, 1, 7, 55, 56, 57, 300, 70000, 24, 8};
-    return lens[(p * 3 + c) % 10];
+    static const int lens[] = {0, 1, 7, 55, 56, 57, 300, 70000, 24, 8, 112, 113, 168, 169};
+    return lens[(p * 3 + c) % 14];
 }
 
 static long v_layout(MPI_Comm comm, int c, int *cnt, int *dis, int small)
@@ -261,7 +262,7 @@ static long v_layout(MPI_Comm comm, int c, int *cnt, int *dis, int small)
     MPI_Comm_size(comm, &size);
     long at = 3;
     for (int p = size - 1; p >= 0; p--) {
-        cnt[p] = small ? v_len(p, c) % 57 : v_len(p, c);
+        cnt[p] = small ? v_len(p, c) % 169 : v_len(p, c);
         dis[p] = (int)at;
         at += cnt[p] + 3;
     }
@@ -357,7 +358,7 @@ static void small_v(MPI_Comm comm, int round)
     for (int c = 1000 * (round + 1); c < 1000 * (round + 1) + 150; c++) {
         int root = c % size;
         long e = v_layout(comm, c, cnt, dis, 1);
-        unsigned char mine[64], back[64], *all = malloc(e);
+        unsigned char mine[176], back[176], *all = malloc(e);
         for (int i = 0; i < cnt[rank]; i++)
             mine[i] = byte_of(rank, i, c);
         memset(all, 0xee, e);

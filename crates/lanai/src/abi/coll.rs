@@ -169,12 +169,14 @@ pub(in crate::abi) unsafe fn layout_v(
 ) -> MpiResult<Layout> {
     let size = types::type_size(dt)?;
     // SAFETY: forwarded from this function's contract.
-    let (c, d) = unsafe {
-        (
-            counts.map(n, names[0], |v| elem_bytes(v, size))?,
-            displs.map(n, names[1], |v| displ_bytes(v, size))?,
-        )
-    };
+    let (cs, ds) = unsafe { (counts.slice(n, names[0])?, displs.slice(n, names[1])?) };
+    // One plain loop: a small gatherv's root builds this on every call.
+    let mut c = Vec::with_capacity(n as usize);
+    let mut d = Vec::with_capacity(n as usize);
+    for i in 0..n as usize {
+        c.push(elem_bytes(cs.get(i), size)?);
+        d.push(displ_bytes(ds.get(i), size)?);
+    }
     layout(c, d)
 }
 

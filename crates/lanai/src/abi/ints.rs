@@ -48,6 +48,22 @@ impl Ints {
         unsafe { self.map(n, what, Ok) }
     }
 
+    /// The caller's `n` values, read in place and widened one at a time
+    /// ([`IntSlice::get`]).
+    ///
+    /// # Safety
+    /// As for [`Ints::read`], and the values stay valid while the slice
+    /// is used.
+    pub unsafe fn slice<'a>(self, n: u32, what: &str) -> MpiResult<IntSlice<'a>> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            Ok(match self {
+                Ints::Int(p) => IntSlice::Int(super::coll::array(p, n, what)?),
+                Ints::Wide(p) => IntSlice::Wide(super::coll::array(p, n, what)?),
+            })
+        }
+    }
+
     /// The caller's `n` values, widened and each passed through `f`.
     ///
     /// # Safety
@@ -71,6 +87,24 @@ impl Ints {
                     .map(|&v| f(v))
                     .collect(),
             }
+        }
+    }
+}
+
+/// A caller's array, borrowed as it lies.
+#[derive(Debug, Clone, Copy)]
+pub enum IntSlice<'a> {
+    Int(&'a [c_int]),
+    Wide(&'a [i64]),
+}
+
+impl IntSlice<'_> {
+    /// Value `i`, widened; the caller keeps `i` below the length read.
+    #[inline]
+    pub fn get(self, i: usize) -> i64 {
+        match self {
+            IntSlice::Int(v) => i64::from(v[i]),
+            IntSlice::Wide(v) => v[i],
         }
     }
 }

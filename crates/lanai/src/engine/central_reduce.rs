@@ -97,11 +97,12 @@ pub(super) enum Work {
         /// are still read, so their blocks arrive and their slots free.
         failed: Option<(usize, MpiError)>,
     },
-    /// A scatterv root's posts: block `j` under stamp `j`, for the one
-    /// member at position `j` (`mail_share.rs`). `next` posted so far.
+    /// A scatterv root's posts, in stamp order: each a piece of a block
+    /// for the one member at its position, with whether more pieces of
+    /// that block follow (`mail_share.rs`). `next` posted so far.
     PostEach {
         me: usize,
-        posts: Vec<(u32, usize, UserBuf)>,
+        posts: Vec<(u32, usize, UserBuf, bool)>,
         next: usize,
     },
     /// A scan's posts and reads (`mail_share.rs`).
@@ -795,14 +796,15 @@ fn read_each(
 /// once all are in, `Took` when some went in (their readers may sleep).
 fn post_each(
     me: usize,
-    posts: &[(u32, usize, UserBuf)],
+    posts: &[(u32, usize, UserBuf, bool)],
     next: &mut usize,
     w: &Channel<'_>,
     free: &FreeSlots,
 ) -> Outcome {
     let before = *next;
-    while let Some((stamp, reader, block)) = posts.get(*next) {
-        if !Post::new(me, *stamp, *reader).poll_for(w, free, block.as_slice(), 1) {
+    while let Some(&(stamp, reader, block, more)) = posts.get(*next) {
+        let mut post = Post::new(me, stamp, reader).more(more);
+        if !post.poll_for(w, free, block.as_slice(), 1) {
             return if *next > before {
                 Outcome::Took
             } else {

@@ -262,8 +262,9 @@ impl Engine {
     /// The large blocks of a gatherv or scatterv whose small ones go
     /// through the mailboxes (`mail_share.rs`), at the root, as instance
     /// `seq`: block `p` of `buf` (as `blocks` lays them out) from
-    /// (`gather`) or to every member `p` whose block a mailbox slot
-    /// cannot hold.
+    /// (`gather`) or to every member `p` whose block is longer than
+    /// `mailed` bytes, the most the mailboxes take.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_root_transfers_as(
         &mut self,
         comm: usize,
@@ -272,10 +273,11 @@ impl Engine {
         blocks: &Layout,
         root: u32,
         gather: bool,
+        mailed: usize,
     ) -> MpiResult<usize> {
         let (_, size) = self.rank_size(comm)?;
         let mut legs = others_blocks(buf, blocks, root, size)?;
-        legs.retain(|l| l.buf.len() > crate::shm::barrier_device::MAIL_MAX);
+        legs.retain(|l| l.buf.len() > mailed);
         if gather {
             self.start_transfers_as(comm, seq, &legs, None, Vec::new(), Sends::Now)
         } else {

@@ -217,6 +217,15 @@ unsafe fn gatherv_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers and arrays, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            gatherv(
+                e, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,
@@ -522,6 +531,15 @@ unsafe fn scatterv_staged(
     comm: MPI_Comm,
 ) -> c_int {
     let blocking = matches!(mode, Mode::Wait);
+    if staged::all_predefined(&[sendtype, recvtype]) {
+        // SAFETY: the caller's buffers and arrays, valid until completion.
+        return staged::unstaged(name, comm, mode, |e| unsafe {
+            scatterv(
+                e, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                blocking,
+            )
+        });
+    }
     staged::collective(
         name,
         comm,

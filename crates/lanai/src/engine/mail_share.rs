@@ -12,10 +12,9 @@
 //!   folding them; blocks longer than a slot go in pieces, as a
 //!   broadcast's do, and the root takes each member's in turn.
 //! - A gatherv's members post their blocks of up to [`V_PIECES`] slots
-//!   (one where ranks share cores),
-//!   and its root reads each into place; a scatterv's root posts each
-//!   such block in slots of its own for its one reader. Longer blocks go
-//!   as transfers.
+//!   (one where ranks share cores), and its root reads each into place;
+//!   a scatterv's root posts each such block in slots of its own for its
+//!   one reader. Longer blocks go as transfers.
 //! - A scan's members each post their part for the members above them,
 //!   in pieces past a slot, and fold the parts below them ([`MailScan`]).
 //!
@@ -432,10 +431,10 @@ impl Engine {
 
     /// `MPI_Scatterv` on one node (`LANAI_NODE_COLL=auto`), the converse
     /// of [`Engine::mail_gatherv`]: the root posts each block of up to
-    /// `k` slots ([`v_pieces`]) in slots of its own, `k` stamps
-    /// per member in the members' order ([`v_stamp`]), and sends longer
-    /// ones as transfers. `data` and `send` are read at the root only; `out` is
-    /// `None` at an in-place root. `None` when the node path does not
+    /// `k` slots ([`v_pieces`]) in slots of its own, `k` stamps per
+    /// member in the members' order ([`v_stamp`]), and sends longer ones
+    /// as transfers. `data` and `send` are read at the root only; `out`
+    /// is `None` at an in-place root. `None` when the node path does not
     /// qualify.
     pub(super) fn mail_scatterv(
         &mut self,
@@ -451,7 +450,7 @@ impl Engine {
         if k == 0 || !self.v_ready(comm, blocking)? {
             return Ok(None);
         }
-        // Where ranks share cores the root, whose every call takes a slot
+        // Where ranks share cores the root, whose every call takes slots
         // per member, soon waits for readers that wait for a core; eager
         // messages let it run further ahead (8 ranks on 2 cores, 8 bytes:
         // 7.6 us a call through the slots against 4.4 as transfers).

@@ -228,6 +228,12 @@ fn rides(len: usize, size: u32) -> bool {
 const THROUGH_ROOT_RANKS: u32 = 8;
 
 impl Engine {
+    /// Whether `comm`'s members agreed, when they set up its channel, that
+    /// they share cores; false without a channel.
+    pub(super) fn crowded(&self, comm: usize) -> MpiResult<bool> {
+        Ok(matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded))
+    }
+
     /// Whether barriers on a communicator of `size` ranks should try the device.
     pub(super) fn central_wanted(&self, size: u32) -> bool {
         size > 1 && self.settings.algos.barrier_wants_central()
@@ -482,7 +488,7 @@ impl Engine {
         if !self.device_ready(comm, len, crate::shm::stage::STAGE_MAX, blocking)? {
             return Ok(false);
         }
-        Ok(matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded))
+        self.crowded(comm)
     }
 
     /// The allreduce of [`Engine::allreduce_through_root`]: a reduce to

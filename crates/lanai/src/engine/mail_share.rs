@@ -128,7 +128,7 @@ impl Engine {
         if !self.mail_ready(comm, len, SHARE_PIECES * MAIL_MAX, blocking)? {
             return Ok(false);
         }
-        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        let crowded = self.crowded(comm)?;
         Ok(!crowded || len <= SHARE_PIECES_CROWDED * MAIL_MAX)
     }
 
@@ -349,7 +349,7 @@ impl Engine {
             return Ok(None);
         }
         let (rank, me, _, n) = self.mail_members(comm, root as usize)?;
-        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        let crowded = self.crowded(comm)?;
         let k = if crowded { 1 } else { V_PIECES };
         let most = v_max(k);
         let (chan, stamp) = self.mail_stamps(comm, k)?;
@@ -454,7 +454,7 @@ impl Engine {
         // per member, soon waits for readers that wait for a core; eager
         // messages let it run further ahead (8 ranks on 2 cores, 8 bytes:
         // 7.6 us a call through the slots against 4.4 as transfers).
-        if matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded) {
+        if self.crowded(comm)? {
             return Ok(None);
         }
         let (rank, me, from, n) = self.mail_members(comm, root as usize)?;

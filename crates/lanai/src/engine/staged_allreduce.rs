@@ -225,7 +225,7 @@ impl Engine {
         let Some(chan) = self.chunked_channel(comm, len, blocking)? else {
             return Ok(None);
         };
-        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        let crowded = self.crowded(comm)?;
         if crowded && len < BCAST_CROWDED_MIN {
             return Ok(None);
         }
@@ -299,7 +299,7 @@ impl Engine {
         let Some(chan) = self.chunked_channel(comm, len, false)? else {
             return Ok(Err(data));
         };
-        let crowded = matches!(&self.comms.get(comm)?.central, Central::Active(s) if s.crowded);
+        let crowded = self.crowded(comm)?;
         if root.is_some() && (crowded && block < BCAST_CROWDED_MIN || block > SCATTER_STAGED_MAX) {
             return Ok(Err(data));
         }

@@ -484,6 +484,8 @@ impl Engine {
                     if let Err(e) = res {
                         status.error = e.class;
                         status.source = from;
+                        let cookie = self.st.reqs.cookie(op.req);
+                        self.st.colls.keep_failure(cookie, e);
                     }
                     self.st.reqs.complete(op.req, status);
                     did = true;

@@ -273,9 +273,11 @@ pub struct Colls {
     /// Where a staged reduce's root keeps the partial results it may not
     /// leave in the parts (`lanai_coll::fold_into`), kept between calls.
     pub fold_scratch: Vec<u8>,
-    /// Why instances failed for a fault (`Fault`), by request, until their
-    /// blocking call reads it; the latest [`FAILURES_KEPT`].
-    failures: VecDeque<(usize, MpiError)>,
+    /// Why collectives failed (an instance for a `Fault`, a mailbox op),
+    /// by request cookie (index and generation, so a reused slot never
+    /// reads an old one's), until their blocking call reads it; the
+    /// latest [`FAILURES_KEPT`].
+    failures: VecDeque<(u64, MpiError)>,
 }
 
 /// Why a member's call and this rank's, for the same instance, cannot meet.
@@ -460,10 +462,20 @@ impl Colls {
         });
     }
 
-    /// The message an instance of request `req` failed with, if a fault
-    /// failed it.
-    pub fn take_failure(&mut self, req: usize) -> Option<MpiError> {
-        let at = self.failures.iter().position(|(r, _)| *r == req)?;
+    /// Keeps why the request of `cookie` ([`super::request::Requests::cookie`]) failed,
+    /// for its blocking call to read: the status that completes it
+    /// carries only the error's class.
+    pub fn keep_failure(&mut self, cookie: u64, err: MpiError) {
+        if self.failures.len() == FAILURES_KEPT {
+            self.failures.pop_front();
+        }
+        self.failures.push_back((cookie, err));
+    }
+
+    /// The message the collective of request `cookie` failed with, if one
+    /// was kept ([`Colls::keep_failure`]).
+    pub fn take_failure(&mut self, cookie: u64) -> Option<MpiError> {
+        let at = self.failures.iter().position(|(c, _)| *c == cookie)?;
         self.failures.remove(at).map(|(_, e)| e)
     }
 
@@ -933,12 +945,9 @@ impl Engine {
             error: err.class,
             ..coll_status()
         };
+        let cookie = self.st.reqs.cookie(inst.req);
         self.st.reqs.complete(inst.req, status);
-        let colls = &mut self.st.colls;
-        if colls.failures.len() == FAILURES_KEPT {
-            colls.failures.pop_front();
-        }
-        colls.failures.push_back((inst.req, err));
+        self.st.colls.keep_failure(cookie, err);
         let (Fault::Sig { .. }, Some(mine)) = (f, inst.call) else {
             return Ok(());
         };
@@ -991,12 +1000,13 @@ impl Engine {
         }
         self.wait(req)?;
         let status = self.st.reqs.get(req).map(|r| r.status);
+        let cookie = self.st.reqs.cookie(req);
         self.st.reqs.remove(req);
         match status {
             Some(st) if st.error != 0 => Err(self
                 .st
                 .colls
-                .take_failure(req)
+                .take_failure(cookie)
                 .unwrap_or_else(|| coll_failure(&st))),
             _ => Ok(()),
         }

@@ -192,7 +192,8 @@ impl Requests {
 
     /// A transport cookie naming this request: index and generation.
     pub fn cookie(&self, idx: usize) -> u64 {
-        (u64::from(self.gens[idx]) << 32) | idx as u64
+        let gen = self.gens.get(idx).copied().unwrap_or(0);
+        (u64::from(gen) << 32) | idx as u64
     }
 
     /// The request a cookie names, if it is still the same one.

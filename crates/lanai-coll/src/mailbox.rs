@@ -98,11 +98,15 @@ const _: () = assert!(SLOTS == u64::BITS && SLOTS % GROUP == 0);
 /// ring ahead, and looks on every poll while it waits, therefore slows
 /// the very root it waits for. So a member paces its looks by what they
 /// find:
-/// - a look that finds its slot taken, or frees only part of the rest of
-///   its group (it looked while the root was still at work there), makes
-///   the member wait twice as many polls as before, up to
-///   [`MAX_IDLE_POLLS`], before its next look;
-/// - a look that finds the rest of its group free halves that wait.
+/// - a look that finds its slot taken, or frees only part of the slots
+///   its next posts take in the group (it looked while the root was
+///   still at work there), makes the member wait twice as many polls as
+///   before, up to [`MAX_IDLE_POLLS`], before its next look;
+/// - a look that finds those slots free halves that wait.
+///
+/// The slots its next posts take are judged by its stride, the step from
+/// its last post's slot: every slot for most posts, every third for a
+/// gatherv's one-slot posts under three stamps a call.
 ///
 /// A member that keeps catching up with its root thus looks about once
 /// per group of the root's reduces; one that stays behind never waits.
@@ -117,6 +121,9 @@ pub struct FreeSlots {
     idle: Cell<u32>,
     /// Whether the current wait has been served: then the member looks.
     waited: Cell<bool>,
+    /// The slot claimed last: a look takes the step from it to the slot
+    /// it wants for the member's stride through its slots.
+    last: Cell<u8>,
 }
 
 impl Default for FreeSlots {
@@ -127,9 +134,14 @@ impl Default for FreeSlots {
             backoff: Cell::default(),
             idle: Cell::default(),
             waited: Cell::default(),
+            last: Cell::default(),
         }
     }
 }
+
+/// The longest step between a member's consecutive slots for which a look
+/// judges the root by the slots ahead of it in the group.
+const GROUP_STEP: usize = GROUP as usize;
 
 /// The most polls a waiting member lets pass between two looks: several
 /// of a root's reduces, so that the root rarely gives up the line.
@@ -146,6 +158,7 @@ impl FreeSlots {
             return false;
         }
         self.known.set(self.known.get() & !bit);
+        self.last.set(slot as u8);
         let owed = &self.owed[slot];
         owed.set(owed.get().wrapping_add(readers));
         true
@@ -181,8 +194,18 @@ impl FreeSlots {
         let known = self.known.get() | found;
         self.known.set(known);
         let bit = 1u64 << slot;
-        // `slot` and the slots after it in its group.
-        let rest = (!0u64 >> (63 - (first + GROUP as usize - 1))) & !(bit - 1);
+        // `slot` and the slots after it in its group that the member's
+        // next posts take, one lap after the root read them: every slot
+        // for posts in slot order, every third for a gatherv's one-piece
+        // posts under three stamps a call. A slot between them is another
+        // lap's, which the root may well not have reached.
+        let step = (slot + SLOTS as usize - self.last.get() as usize) % SLOTS as usize;
+        let rest = match step {
+            1..=GROUP_STEP => (slot..first + GROUP as usize)
+                .step_by(step)
+                .fold(0u64, |m, k| m | 1 << k),
+            _ => bit,
+        };
         let longer = (self.backoff.get() * 2).clamp(1, MAX_IDLE_POLLS);
         if known & bit == 0 {
             self.backoff.set(longer);
@@ -866,6 +889,41 @@ mod tests {
         }
         assert_eq!(polls, [32, 16, 8, 4, 2, 1]);
         assert_eq!(free.backoff.get(), 0);
+    }
+
+    /// A gatherv's member posts one slot under each call's three stamps,
+    /// so its posts take every third slot. A look that finds its slot and
+    /// the group's slots its next posts take free, while the slots between
+    /// them, the other lap's, are still unread, finds a root that has
+    /// passed this lap: the member waits less before its next look, as a
+    /// member posting slot after slot does. Backing off instead left it
+    /// waiting with free slots until it slept (4 ranks on 2 cores).
+    #[test]
+    fn a_member_that_posts_every_third_slot_paces_by_its_own_posts() {
+        let w = Model::new(2);
+        let free = FreeSlots::default();
+        let stamp = |c: u32| 1 + 3 * c;
+        // A whole lap: every slot once, in the order 1, 4, 7, ... 0, 3, ...
+        for c in 0..SLOTS {
+            assert!(Post::new(1, stamp(c), 0).poll(&w, &free, &word(1, stamp(c))));
+        }
+        // The root reads the lap's first six calls, slots 1 to 16 by
+        // threes: all of the group of slot 1 that the next lap's first
+        // posts take. Slots 2, 3, 5, ... hold later calls, still unread.
+        for c in 0..6 {
+            let r = Read::new(1, stamp(c)).alone(true);
+            assert!(r.poll(&w, &mut [0u8; 8]).is_some(), "call {c}");
+        }
+        // A member that had been backing off, its wait over.
+        free.backoff.set(8);
+        free.waited.set(true);
+        let next = stamp(SLOTS);
+        assert!(Post::new(1, next, 0).poll(&w, &free, &word(1, next)));
+        assert_eq!(free.backoff.get(), 4, "it waits less, not more");
+        // Its next posts in the group need no look at all.
+        for c in SLOTS + 1..SLOTS + 5 {
+            assert!(Post::new(1, stamp(c), 0).poll(&w, &free, &word(1, stamp(c))));
+        }
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! - A gather is a reduce that lays the parts end to end instead of
 //!   folding them; blocks longer than a slot go in pieces, as a
 //!   broadcast's do, and the root takes each member's in turn.
-//! - A gatherv's members post their blocks of up to [`V_PIECES`] slots
-//!   (one where ranks share cores), and its root reads each into place;
+//! - A gatherv's members post their blocks of up to [`V_PIECES`] slots,
+//!   and its root reads each into place;
 //!   a scatterv's root posts each such block in slots of its own for its
 //!   one reader. Longer blocks go as transfers.
 //! - A scan's members each post their part for the members above them,
@@ -53,15 +53,10 @@ const SHARE_PIECES_CROWDED: usize = 5;
 /// Slots a gatherv's or scatterv's block may take (168 bytes), as a
 /// reduce's where ranks share cores. A member knows only its own block's
 /// size, so every call takes this many stamps per block whatever its
-/// blocks. Longer blocks go as transfers (2 ranks, 64 bytes: 0.34 us a
-/// gatherv and 0.19 a scatterv that way, against Open MPI's 0.06).
-///
-/// Where ranks share cores a gatherv takes one slot a block, as before:
-/// its members then use every third slot, and `FreeSlots`, which paces
-/// its looks by whether the slots after the one it wants are free yet,
-/// takes the slots of the next lap, not yet read, for a root still at
-/// work, and waits until it sleeps (4 ranks on 2 cores, 8 bytes: 0.40 us
-/// a gatherv with one slot, 3.2-6.2 with three, and 270 sleeps a rank).
+/// blocks, and a gatherv's one-slot posts take every third slot (which
+/// `FreeSlots` paces by). Longer blocks go as transfers (2 ranks, 64
+/// bytes: 0.34 us a gatherv and 0.19 a scatterv that way, against Open
+/// MPI's 0.06).
 pub(super) const V_PIECES: usize = 3;
 
 /// The longest block a gatherv or scatterv moves through the mailboxes
@@ -327,9 +322,8 @@ impl Engine {
 
 impl Engine {
     /// `MPI_Gatherv` on one node (`LANAI_NODE_COLL=auto`): a block of up
-    /// to [`V_PIECES`] slots (one where ranks share cores) goes through
-    /// its member's mailbox, in pieces as a gather's does, and a longer
-    /// one as a transfer (`transfers.rs`).
+    /// to [`V_PIECES`] slots goes through its member's mailbox, in pieces
+    /// as a gather's does, and a longer one as a transfer (`transfers.rs`).
     /// A member knows only its own block's size and the root every
     /// member's, so each block's way is decided by its size alone, which
     /// both ends know; every member takes the same stamp and collective
@@ -349,10 +343,8 @@ impl Engine {
             return Ok(None);
         }
         let (rank, me, _, n) = self.mail_members(comm, root as usize)?;
-        let crowded = self.crowded(comm)?;
-        let k = if crowded { 1 } else { V_PIECES };
-        let most = v_max(k);
-        let (chan, stamp) = self.mail_stamps(comm, k)?;
+        let most = v_max(V_PIECES);
+        let (chan, stamp) = self.mail_stamps(comm, V_PIECES)?;
         let seq = self.reserve_coll_seq(comm)?;
         self.net.counters.mail_shares += 1;
         let out = match out {

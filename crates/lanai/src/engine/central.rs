@@ -582,11 +582,25 @@ impl Engine {
             return Err(MpiError::internal("central barrier without a channel"));
         };
         setup.gen = setup.gen.wrapping_add(1);
-        let dev = DeviceRank::new(setup.me, setup.gen, setup.role);
+        let mut dev = DeviceRank::new(setup.me, setup.gen, setup.role);
         let chan = setup.chan;
-        let (riding, data) = match (riding, chan) {
-            (Some((data, r)), Some(_)) => (Some(r), Some(data)),
-            _ => (None, None),
+        let riding = riding.filter(|_| chan.is_some());
+        // A blocking call that is last to arrive is done here, with no
+        // request; the others queue. Only with no other device operation in
+        // flight: those of one communicator run in order, and the others
+        // are polled whenever one starts.
+        let idle = blocking && self.st.colls.central.is_empty();
+        if let (true, Some(ch), Role::Peer) = (idle, chan, dev.role()) {
+            if self.central_now(comm, ch, &mut dev, riding.as_ref())? {
+                return Ok(DONE);
+            }
+            // Arrived, its part written: it waits as a request.
+            let (riding, data) = (riding.map(|(_, r)| r), None);
+            return self.central_queue(comm, seq, dev, riding, data, false);
+        }
+        let (riding, data) = match riding {
+            Some((data, r)) => (Some(r), Some(data)),
+            None => (None, None),
         };
         let mut op = CentralOp {
             req: DONE,
@@ -597,12 +611,8 @@ impl Engine {
             riding,
             data,
         };
-        // A blocking call that is last to arrive is done here, with no
-        // request; the others queue. Only with no other device operation in
-        // flight: those of one communicator run in order, and the others
-        // are polled whenever one starts.
         let mut start_tree = false;
-        if blocking && self.st.colls.central.is_empty() {
+        if idle {
             match step_op(&self.net, &self.comms, &self.st.reqs, &mut op)? {
                 Action::Finish { raised } => {
                     self.central_end(op, raised)?;
@@ -610,17 +620,36 @@ impl Engine {
                 }
                 Action::WakeLeader => self.central_wake(comm, true)?,
                 Action::StartTree => start_tree = true,
-                Action::Nothing => {
-                    if let Some(raised) = self.spin_in_place(&mut op) {
-                        self.central_end(op, raised)?;
-                        return Ok(DONE);
-                    }
-                }
+                Action::Nothing => {}
             }
         }
-        op.req = self.st.reqs.insert_on(Op::Coll, comm);
-        let req = op.req;
-        self.st.colls.central.push(op);
+        let CentralOp {
+            dev, riding, data, ..
+        } = op;
+        self.central_queue(comm, seq, dev, riding, data, start_tree)
+    }
+
+    /// Queues a device operation as a request, starting the leader's tree
+    /// instance if its node has arrived already.
+    fn central_queue(
+        &mut self,
+        comm: usize,
+        seq: u32,
+        dev: DeviceRank,
+        riding: Option<Riding>,
+        data: Option<Source>,
+        start_tree: bool,
+    ) -> MpiResult<usize> {
+        let req = self.st.reqs.insert_on(Op::Coll, comm);
+        self.st.colls.central.push(CentralOp {
+            req,
+            comm,
+            dev,
+            seq,
+            tree_req: None,
+            riding,
+            data,
+        });
         if start_tree {
             let i = self.st.colls.central.len() - 1;
             let tree = self.central_start_tree(i)?;
@@ -630,44 +659,77 @@ impl Engine {
         Ok(req)
     }
 
-    /// Waits for a blocking device operation on one node (already
-    /// arrived) by polling its wires alone, with no request, for a while;
-    /// `Some(raised)` if it finished. Only when nothing else of ours is in
-    /// flight that a peer could be waiting for, and the rank has a core to
-    /// spin on. The request, the queue and the general wait then stay off
-    /// the path between seeing the last input and the next call's arrival.
-    fn spin_in_place(&self, op: &mut CentralOp) -> Option<bool> {
-        if !self.may_spin_in_place(op) {
-            return None;
+    /// The first poll of a blocking device operation on one node, with
+    /// nothing else of the device in flight: arrives (writing `riding`'s
+    /// part), then polls its wires alone for a while if it may spin in
+    /// place. True when the barrier is over, the riding collective's
+    /// result read and the sleepers woken. Everything stays borrowed, so
+    /// the latency-bound case moves no part and looks nothing up twice.
+    fn central_now(
+        &mut self,
+        comm: usize,
+        ch: usize,
+        dev: &mut DeviceRank,
+        riding: Option<&(Source, Riding)>,
+    ) -> MpiResult<bool> {
+        let cm = self.comms.get(comm)?;
+        let Central::Active(setup) = &cm.central else {
+            return Err(MpiError::internal("central barrier lost its channel"));
+        };
+        let w = self
+            .net
+            .shm
+            .as_ref()
+            .and_then(|s| s.device())
+            .ok_or_else(|| MpiError::internal("barrier device vanished"))?
+            .channel(ch);
+        let gen = dev.generation();
+        if let Some((data, _)) = riding {
+            w.put_data(setup.me, gen, data.as_slice());
         }
-        let Ok(Central::Active(Setup {
-            chan: Some(ch),
-            members,
-            ..
-        })) = self.comms.get(op.comm).map(|c| &c.central)
-        else {
-            return None;
-        };
-        let w = self.net.shm.as_ref()?.device()?.channel(*ch);
-        // No more polls than `LANAI_SPIN=<n>` allows a wait.
-        let polls = match self.settings.spin {
-            super::Spin::Polls(n) => n.min(SPIN_IN_PLACE),
-            super::Spin::Time(_) => SPIN_IN_PLACE,
-        };
-        for _ in 0..polls {
-            if let Step::Done { raised } = op.dev.poll(&w, members) {
-                return Some(raised);
+        let mut step = dev.poll(&w, &setup.members);
+        if !matches!(step, Step::Done { .. }) {
+            let Some(polls) = self.spin_polls() else {
+                return Ok(false);
+            };
+            for _ in 0..polls {
+                step = dev.poll(&w, &setup.members);
+                if matches!(step, Step::Done { .. }) {
+                    break;
+                }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
         }
-        None
+        let Step::Done { raised } = step else {
+            return Ok(false);
+        };
+        if raised {
+            self.central_wake(comm, false)?;
+        }
+        let Some((_, r)) = riding else {
+            return Ok(true);
+        };
+        let members = &setup.members;
+        if !r.needs_scratch(members.len()) {
+            r.finish(&w, gen, members, cm.rank as usize, &mut Vec::new())?;
+            return Ok(true);
+        }
+        let mut buf = self.st.colls.take_buf();
+        let res = r.finish(&w, gen, members, cm.rank as usize, &mut buf);
+        self.st.colls.give_buf(buf);
+        res.map(|()| true)
     }
 
-    #[inline]
-    fn may_spin_in_place(&self, op: &CentralOp) -> bool {
-        op.dev.role() == Role::Peer
-            && op.data.is_none()
-            && !self.settings.oversubscribed
+    /// How many polls a blocking device operation on one node, arrived,
+    /// may make of its wires alone before it becomes a request in the
+    /// general wait (which goes on spinning, then yields and sleeps);
+    /// `None` when it may not spin in place: only when nothing else of
+    /// ours is in flight that a peer could be waiting for, and the rank
+    /// has a core to spin on. The request, the queue and the general wait
+    /// then stay off the path between seeing the last input and the next
+    /// call's arrival.
+    fn spin_polls(&self) -> Option<u32> {
+        let idle = !self.settings.oversubscribed
             && self.st.reqs.live() == 0
             && !self.net.has_backlog()
             && self.st.followups.is_empty()
@@ -677,7 +739,12 @@ impl Engine {
                 .net
                 .tcp
                 .as_ref()
-                .is_some_and(|t| t.has_pending_output())
+                .is_some_and(|t| t.has_pending_output());
+        // No more polls than `LANAI_SPIN=<n>` allows a wait.
+        idle.then_some(match self.settings.spin {
+            super::Spin::Polls(n) => n.min(SPIN_IN_PLACE),
+            super::Spin::Time(_) => SPIN_IN_PLACE,
+        })
     }
 
     /// Polls every central barrier in flight. True if any moved on.

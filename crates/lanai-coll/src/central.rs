@@ -130,7 +130,10 @@ impl DeviceRank {
     }
 
     /// One access to the wires. `members` lists the inputs of this
-    /// barrier's ranks on this device.
+    /// barrier's ranks on this device. Inlined into [`DeviceRank::poll`],
+    /// whose loop then runs without a call per access (a 2-rank barrier
+    /// makes four).
+    #[inline(always)]
     pub fn step(&mut self, w: &impl Wires, members: &[usize]) -> Step {
         match self.phase {
             Phase::Arrive => {

@@ -57,6 +57,11 @@ FATAL = [
     # The members' messages meet here, and the protocol notices first.
     ("root", 3, 2000, 2000, "the ranks name different roots|same counts, datatypes and root"),
     ("kind", 3, 8, 8, "called MPI_Bcast where this rank called MPI_Allreduce"),
+    # Nonblocking, after a barrier agreed the device: MPI_Wait raises the
+    # collective's own message.
+    ("iallreduce", 2, 8, 16, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("igather", 3, 56, 100, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("iscan", 2, 56, 100, "MPI_Wait: the ranks' counts or datatypes disagree"),
 ]
 
 

@@ -5,7 +5,8 @@
  * Rank 0 passes ROOT_BYTES, every other rank OTHER_BYTES, to WHAT (bcast,
  * the default; gather; scatter; allgather; alltoall; allreduce and scan,
  * MPI_BOR on bytes; root: a bcast where the others name root 1; kind:
- * rank 0 calls MPI_Allreduce where the others call MPI_Bcast).
+ * rank 0 calls MPI_Allreduce where the others call MPI_Bcast; iallreduce,
+ * igather, iscan and ikind: the same nonblocking, completed by MPI_Wait).
  *
  * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
  * with a message saying the counts disagree, the root succeeds, nothing is
@@ -66,7 +67,22 @@ static void fatal(const char *what, int mine)
         MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
     else if (!strcmp(what, "scan"))
         MPI_Scan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-    else if (!strcmp(what, "root"))
+    else if (what[0] == 'i') {
+        /* Nonblocking: the failure reaches MPI_Wait, with its message.
+         * The barrier agrees the node's device first, as a program's
+         * earlier blocking collectives would. */
+        MPI_Request r;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (!strcmp(what, "igather"))
+            MPI_Igather(a, mine, MPI_BYTE, b, mine, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+        else if (!strcmp(what, "iscan"))
+            MPI_Iscan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
+        else if (!strcmp(what, "iallreduce") || lt_rank == 0)
+            MPI_Iallreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
+        else
+            MPI_Ibcast(a, mine, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else if (!strcmp(what, "root"))
         MPI_Bcast(a, mine, MPI_BYTE, lt_rank == 0 ? 0 : 1, MPI_COMM_WORLD);
     else if (lt_rank == 0) /* kind */
         MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);

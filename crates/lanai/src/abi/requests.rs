@@ -51,10 +51,11 @@ pub fn finish_blocking(e: &mut Engine, r: usize, status: *mut MPI_Status) -> Mpi
             .map(|x| (x.status, x.comm))
             .unwrap_or_default();
     let unpacked = staging::settle(e, r, &st);
+    let kept = kept_failure(e, r, &st);
     e.st.reqs.remove(r);
     // SAFETY: `status` is the caller's status argument (or IGNORE/NULL).
     unsafe { write_status(status, &st) };
-    status_result(&st).map_err(|x| x.on_comm(on))?;
+    completion_result(&st, kept).map_err(|x| x.on_comm(on))?;
     unpacked
 }
 
@@ -78,6 +79,22 @@ fn req_comm(e: &Engine, h: MPI_Request) -> Option<usize> {
     e.st.reqs.get(index_of(e, h).ok()?)?.comm
 }
 
+/// The message a failed collective kept for request slot `idx`
+/// ([`crate::engine::coll::Colls::take_failure`]), which says what went
+/// wrong where its status has only the class; read before the slot goes.
+fn kept_failure(e: &mut Engine, idx: usize, st: &Status) -> Option<MpiError> {
+    if st.error == c::MPI_SUCCESS {
+        return None;
+    }
+    let cookie = e.st.reqs.cookie(idx);
+    e.st.colls.take_failure(cookie)
+}
+
+/// What a completed request reports: its kept message, else its status.
+fn completion_result(st: &Status, kept: Option<MpiError>) -> MpiResult<()> {
+    kept.map_or_else(|| status_result(st), Err)
+}
+
 fn status_result(st: &Status) -> MpiResult<()> {
     match st.error {
         c::MPI_SUCCESS => Ok(()),
@@ -95,12 +112,17 @@ fn status_result(st: &Status) -> MpiResult<()> {
     }
 }
 
+/// A request that completed: its status, and the message a failed
+/// collective kept for it.
+type Completed = (Status, Option<MpiError>);
+
 /// Completes request slot `*h` if done: writes its status, releases it
 /// (persistent requests go inactive instead) and nulls the handle.
-/// Returns `Some(status)` when it completed.
-fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>> {
+/// Returns its status, and a failed collective's message, when it
+/// completed.
+fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Completed>> {
     if *h == c::MPI_REQUEST_NULL {
-        return Ok(Some(empty_status()));
+        return Ok(Some((empty_status(), None)));
     }
     let idx = index_of(e, *h)?;
     let r =
@@ -109,7 +131,7 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
             .ok_or_else(|| MpiError::internal("request vanished"))?;
     if r.persistent.is_some() {
         if !r.active {
-            return Ok(Some(empty_status()));
+            return Ok(Some((empty_status(), None)));
         }
         if !r.done {
             return Ok(None);
@@ -123,7 +145,7 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
         }
         unpacked?;
         child?;
-        return Ok(Some(st));
+        return Ok(Some((st, None)));
     }
     if !r.done {
         return Ok(None);
@@ -131,10 +153,11 @@ fn try_complete(e: &mut Engine, h: &mut MPI_Request) -> MpiResult<Option<Status>
     let st = r.status;
     // A derived-type receive is unpacked before it is reported complete.
     let unpacked = staging::settle(e, idx, &st);
+    let kept = kept_failure(e, idx, &st);
     e.st.reqs.remove(idx);
     *h = c::MPI_REQUEST_NULL;
     unpacked?;
-    Ok(Some(st))
+    Ok(Some((st, kept)))
 }
 
 fn is_ready(e: &Engine, h: MPI_Request) -> bool {
@@ -225,10 +248,10 @@ fn one(
             // SAFETY: the caller's flag, checked by the entry point.
             unsafe { *f = c_int::from(done.is_some()) };
         }
-        if let Some(st) = done {
+        if let Some((st, kept)) = done {
             // SAFETY: the caller's status argument.
             unsafe { write_status(status, &st) };
-            return status_result(&st).map_err(|x| x.on_comm(on));
+            return completion_result(&st, kept).map_err(|x| x.on_comm(on));
         }
         Ok(())
     })
@@ -268,12 +291,13 @@ unsafe fn complete_ready(
             continue;
         }
         let on = req_comm(e, *h);
-        if let Some(st) = try_complete(e, h)? {
+        if let Some((st, kept)) = try_complete(e, h)? {
             if st.error != c::MPI_SUCCESS && err.is_none() {
+                let why = kept.map_or_else(String::new, |k| format!(": {}", k.msg));
                 err = Some(
                     MpiError::new(
                         c::MPI_ERR_IN_STATUS,
-                        "a request completed with an error (see the statuses)",
+                        format!("a request completed with an error (see the statuses){why}"),
                     )
                     .on_comm(on),
                 );
@@ -375,10 +399,14 @@ fn any(
         let on = found.and_then(|i| req_comm(e, hs[i]));
         let (idx, fl, st) = match found {
             Some(i) => {
-                let st = try_complete(e, &mut hs[i])?.unwrap_or_else(empty_status);
-                (i as c_int, true, Some(st))
+                let done = try_complete(e, &mut hs[i])?;
+                (
+                    i as c_int,
+                    true,
+                    Some(done.unwrap_or((empty_status(), None))),
+                )
             }
-            None if none_active => (c::MPI_UNDEFINED, true, Some(empty_status())),
+            None if none_active => (c::MPI_UNDEFINED, true, Some((empty_status(), None))),
             None => (c::MPI_UNDEFINED, false, None),
         };
         // SAFETY: checked non-null.
@@ -387,10 +415,10 @@ fn any(
             // SAFETY: checked by the entry point.
             unsafe { *f = c_int::from(fl) };
         }
-        if let Some(st) = st {
+        if let Some((st, kept)) = st {
             // SAFETY: the caller's status argument.
             unsafe { write_status(status, &st) };
-            return status_result(&st).map_err(|x| x.on_comm(on));
+            return completion_result(&st, kept).map_err(|x| x.on_comm(on));
         }
         Ok(())
     })

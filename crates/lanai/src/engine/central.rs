@@ -144,6 +144,25 @@ pub struct CentralOp {
 }
 
 impl CentralOp {
+    /// An operation not yet queued (its request comes with the queue).
+    fn new(
+        comm: usize,
+        dev: DeviceRank,
+        seq: u32,
+        riding: Option<Riding>,
+        data: Option<Source>,
+    ) -> Self {
+        Self {
+            req: DONE,
+            comm,
+            dev,
+            seq,
+            tree_req: None,
+            riding,
+            data,
+        }
+    }
+
     pub fn comm(&self) -> usize {
         self.comm
     }
@@ -595,22 +614,14 @@ impl Engine {
                 return Ok(DONE);
             }
             // Arrived, its part written: it waits as a request.
-            let (riding, data) = (riding.map(|(_, r)| r), None);
-            return self.central_queue(comm, seq, dev, riding, data, false);
+            let op = CentralOp::new(comm, dev, seq, riding.map(|(_, r)| r), None);
+            return self.central_queue(op, false);
         }
         let (riding, data) = match riding {
             Some((data, r)) => (Some(r), Some(data)),
             None => (None, None),
         };
-        let mut op = CentralOp {
-            req: DONE,
-            comm,
-            dev,
-            seq,
-            tree_req: None,
-            riding,
-            data,
-        };
+        let mut op = CentralOp::new(comm, dev, seq, riding, data);
         let mut start_tree = false;
         if idle {
             match step_op(&self.net, &self.comms, &self.st.reqs, &mut op)? {
@@ -623,33 +634,15 @@ impl Engine {
                 Action::Nothing => {}
             }
         }
-        let CentralOp {
-            dev, riding, data, ..
-        } = op;
-        self.central_queue(comm, seq, dev, riding, data, start_tree)
+        self.central_queue(op, start_tree)
     }
 
     /// Queues a device operation as a request, starting the leader's tree
     /// instance if its node has arrived already.
-    fn central_queue(
-        &mut self,
-        comm: usize,
-        seq: u32,
-        dev: DeviceRank,
-        riding: Option<Riding>,
-        data: Option<Source>,
-        start_tree: bool,
-    ) -> MpiResult<usize> {
-        let req = self.st.reqs.insert_on(Op::Coll, comm);
-        self.st.colls.central.push(CentralOp {
-            req,
-            comm,
-            dev,
-            seq,
-            tree_req: None,
-            riding,
-            data,
-        });
+    fn central_queue(&mut self, mut op: CentralOp, start_tree: bool) -> MpiResult<usize> {
+        let req = self.st.reqs.insert_on(Op::Coll, op.comm);
+        op.req = req;
+        self.st.colls.central.push(op);
         if start_tree {
             let i = self.st.colls.central.len() - 1;
             let tree = self.central_start_tree(i)?;

@@ -242,8 +242,9 @@ impl Engine {
         // A descriptor's length stays staged: see `DESC_LEN`.
         let pieced = staged && data.len() > DESC_LEN && data.len() <= most;
         let staged = staged && !pieced;
-        // Every member has this channel, so all agree.
-        let stage = dev.stage(chan);
+        // Every member has this channel, so all agree. Only staged reduces
+        // use it: working it out cost the 8-byte reduce 29 instructions.
+        let stage = if staged { dev.stage(chan) } else { None };
         if staged && stage.is_none() {
             return Ok(None);
         }

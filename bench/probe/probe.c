@@ -12,6 +12,14 @@
  *                    releases), polling every socket and yielding between
  *                    polls; prints "tcp-barrier <us per barrier>". It is
  *                    the floor of bench/compare's barrier-n4/net case.
+ *   probe yield-barrier8, yield-barrier16: 8 or 16 processes, pinned
+ *                    round-robin to the CPUs as lanairun pins ranks that
+ *                    outnumber the cores, run a barrier on one shared
+ *                    counter, each waiting rank yielding between polls;
+ *                    prints "yield-barrierN <us per barrier>". On fewer
+ *                    cores than processes every barrier needs each
+ *                    process scheduled once, so this is the floor of
+ *                    barrier-n8/node and barrier-n16/node.
  * Each figure is the best of 5 batches. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -211,12 +219,60 @@ static double tcp_barrier(int rounds)
     return ok ? *best : -1;
 }
 
+/* One shared arrival counter and a generation word, a line each: the
+ * last to arrive resets the counter and moves the generation on. */
+struct yield_device {
+    _Alignas(64) atomic_uint count;
+    _Alignas(64) atomic_uint gen;
+    _Alignas(64) double best;
+};
+
+static double yield_barrier(int ranks, int rounds)
+{
+    struct yield_device *d = mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED)
+        return -1;
+    atomic_store(&d->count, 0);
+    atomic_store(&d->gen, 0);
+    d->best = 1e30;
+    for (int me = 0; me < ranks; me++) {
+        if (fork() != 0)
+            continue;
+        pin(me);
+        unsigned gen = 0;
+        for (int b = 0; b < 6; b++) {
+            double t0 = now_us();
+            for (int i = 0; i < rounds; i++) {
+                gen++;
+                if (atomic_fetch_add(&d->count, 1) == (unsigned)ranks - 1) {
+                    atomic_store(&d->count, 0);
+                    atomic_store(&d->gen, gen);
+                } else {
+                    while (atomic_load(&d->gen) != gen)
+                        sched_yield();
+                }
+            }
+            double t = (now_us() - t0) / rounds;
+            /* The first batch warms up. */
+            if (me == 0 && b > 0 && t < d->best)
+                d->best = t;
+        }
+        _exit(0);
+    }
+    int status, ok = 1;
+    while (wait(&status) > 0)
+        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return ok ? d->best : -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "cacheline";
-    double us = !strcmp(what, "tcp")           ? tcp(4000)
-                : !strcmp(what, "tcp-barrier") ? tcp_barrier(4000)
-                                               : cacheline(200000);
+    double us = !strcmp(what, "tcp")                ? tcp(4000)
+                : !strcmp(what, "tcp-barrier")      ? tcp_barrier(4000)
+                : !strcmp(what, "yield-barrier8")   ? yield_barrier(8, 4000)
+                : !strcmp(what, "yield-barrier16")  ? yield_barrier(16, 2000)
+                                                    : cacheline(200000);
     if (us < 0) {
         perror(what);
         return 1;

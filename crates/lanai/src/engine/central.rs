@@ -221,6 +221,11 @@ enum Action {
 /// a request in the general wait (which goes on spinning, then yields and
 /// sleeps): about 10-20 us, time enough for ranks that arrive together.
 const SPIN_IN_PLACE: u32 = 1000;
+/// The same where ranks outnumber cores, each poll after handing the core
+/// to another rank: by then the ranks sharing it have arrived too, so a
+/// few turns see most barriers out, where the request and the general
+/// wait around each turn cost more than the barrier's own work.
+const YIELD_IN_PLACE: u32 = 16;
 
 /// Bytes of every member's contribution together above which an
 /// allreduce does not ride the device, unless its own is at most
@@ -685,12 +690,17 @@ impl Engine {
             let Some(polls) = self.spin_polls() else {
                 return Ok(false);
             };
+            let yielding = self.settings.oversubscribed;
             for _ in 0..polls {
+                if yielding {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
                 step = dev.poll(&w, &setup.members);
                 if matches!(step, Step::Done { .. }) {
                     break;
                 }
-                std::hint::spin_loop();
             }
         }
         let Step::Done { raised } = step else {
@@ -716,14 +726,13 @@ impl Engine {
     /// How many polls a blocking device operation on one node, arrived,
     /// may make of its wires alone before it becomes a request in the
     /// general wait (which goes on spinning, then yields and sleeps);
-    /// `None` when it may not spin in place: only when nothing else of
-    /// ours is in flight that a peer could be waiting for, and the rank
-    /// has a core to spin on. The request, the queue and the general wait
-    /// then stay off the path between seeing the last input and the next
-    /// call's arrival.
+    /// `None` when it may not: only when nothing else of ours is in flight
+    /// that a peer could be waiting for. A rank with a core spins between
+    /// polls, one sharing it yields ([`YIELD_IN_PLACE`]). The request, the
+    /// queue and the general wait then stay off the path between seeing
+    /// the last input and the next call's arrival.
     fn spin_polls(&self) -> Option<u32> {
-        let idle = !self.settings.oversubscribed
-            && self.st.reqs.live() == 0
+        let idle = self.st.reqs.live() == 0
             && !self.net.has_backlog()
             && self.st.followups.is_empty()
             && !self.st.colls.has_work()
@@ -733,10 +742,14 @@ impl Engine {
                 .tcp
                 .as_ref()
                 .is_some_and(|t| t.has_pending_output());
+        let most = match self.settings.oversubscribed {
+            true => YIELD_IN_PLACE,
+            false => SPIN_IN_PLACE,
+        };
         // No more polls than `LANAI_SPIN=<n>` allows a wait.
         idle.then_some(match self.settings.spin {
-            super::Spin::Polls(n) => n.min(SPIN_IN_PLACE),
-            super::Spin::Time(_) => SPIN_IN_PLACE,
+            super::Spin::Polls(n) => n.min(most),
+            super::Spin::Time(_) => most,
         })
     }
 

@@ -11,9 +11,11 @@ compares its call with the same-numbered calls the node's other members
 published (engine/call_check.rs) and fails with the difference. Under the
 default handler that ends the job, with the message, within seconds and
 without leftovers. A member waiting for a node member whose same call
-failed fails too, with the same class. Across nodes, where one size goes
-by rendezvous and the other eagerly, the job still hangs with 2 or 3
-ranks on as many nodes (docs/decisions.md, "Collectives whose ranks
+failed fails too, with the same class. A member waiting while its
+nonblocking collectives are pending compares those the same way. Across
+nodes, where one size goes by rendezvous and the other eagerly, the job
+still hangs with 2 or 3 ranks on as many nodes, and so do nonblocking
+calls that disagree there (docs/decisions.md, "Collectives whose ranks
 disagree on the count")."""
 
 import re
@@ -58,10 +60,17 @@ FATAL = [
     ("root", 3, 2000, 2000, "the ranks name different roots|same counts, datatypes and root"),
     ("kind", 3, 8, 8, "called MPI_Bcast where this rank called MPI_Allreduce"),
     # Nonblocking, after a barrier agreed the device: MPI_Wait raises the
-    # collective's own message.
+    # collective's own message, also where a riding part of the wrong
+    # length was found by whichever call drove the device.
     ("iallreduce", 2, 8, 16, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("iallreduce", 3, 16, 8, "MPI_Wait: the ranks' counts or datatypes disagree"),
     ("igather", 3, 56, 100, "MPI_Wait: the ranks' counts or datatypes disagree"),
     ("iscan", 2, 56, 100, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("ibcast", 4, 2000, 8, "MPI_(Wait|Ibcast): the ranks' counts or datatypes disagree"),
+    # Paths that never meet (the device against the mailboxes): a rank
+    # waiting a second compares its pending nonblocking calls with the
+    # node's published ones.
+    ("ikind", 3, 8, 8, "called MPI_I(bcast|allreduce) where this rank called MPI_I(allreduce|bcast)"),
 ]
 
 

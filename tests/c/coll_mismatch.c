@@ -6,7 +6,8 @@
  * the default; gather; scatter; allgather; alltoall; allreduce and scan,
  * MPI_BOR on bytes; root: a bcast where the others name root 1; kind:
  * rank 0 calls MPI_Allreduce where the others call MPI_Bcast; iallreduce,
- * igather, iscan and ikind: the same nonblocking, completed by MPI_Wait).
+ * ibcast, igather, iscan and ikind: the same nonblocking, completed by
+ * MPI_Wait).
  *
  * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
  * with a message saying the counts disagree, the root succeeds, nothing is
@@ -77,9 +78,9 @@ static void fatal(const char *what, int mine)
             MPI_Igather(a, mine, MPI_BYTE, b, mine, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
         else if (!strcmp(what, "iscan"))
             MPI_Iscan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
-        else if (!strcmp(what, "iallreduce") || lt_rank == 0)
+        else if (!strcmp(what, "iallreduce") || (!strcmp(what, "ikind") && lt_rank == 0))
             MPI_Iallreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD, &r);
-        else
+        else /* ibcast, and ikind's other ranks */
             MPI_Ibcast(a, mine, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
     } else if (!strcmp(what, "root"))

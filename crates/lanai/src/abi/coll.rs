@@ -266,7 +266,9 @@ unsafe fn nonblocking(
         if request.is_null() {
             return Err(MpiError::new(c::MPI_ERR_REQUEST, "request is NULL"));
         }
-        let req = start(e)?;
+        let req = start(e);
+        let req = req.inspect_err(|_| e.drop_call())?;
+        e.adopt_call(req);
         // SAFETY: checked non-null; writable per the contract.
         unsafe { *request = handle_of(req) };
         Ok(())
@@ -289,7 +291,13 @@ mpi_fn! { MPI_Ibarrier / PMPI_Ibarrier (comm: MPI_Comm, request: *mut MPI_Reques
     // SAFETY: the caller's arguments, valid until completion (intercommunicator path).
     if crate::abi::intercomm::is_inter(comm) { return unsafe { crate::abi::intercomm::barrier(comm, crate::abi::intercomm::How::Request(request)) }; }
     // SAFETY: `request` is the caller's request argument.
-    unsafe { nonblocking("MPI_Ibarrier", comm, request, |e| e.ibarrier(comm_idx(comm)?)) }
+    unsafe {
+        nonblocking("MPI_Ibarrier", comm, request, |e| {
+            let ci = comm_idx(comm)?;
+            e.enter_call(false, ci, CallKind::Barrier, None, 0)?;
+            e.ibarrier(ci)
+        })
+    }
 }}
 
 /// # Safety

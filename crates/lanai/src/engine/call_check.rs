@@ -1,12 +1,14 @@
-//! Blocking collectives whose ranks disagree (an erroneous program: counts,
+//! Collectives whose ranks disagree (an erroneous program: counts,
 //! datatypes, root or the function itself differ) can pick paths on one
 //! node that never meet: one rank waits on a mailbox, another for a
-//! message, and neither ever fails. So every blocking collective of the
-//! user's is numbered per communicator, alike at every member, and what it
-//! was called with is published in the node segment (the rank's latest two
+//! message, and neither ever fails. So every collective of the user's,
+//! blocking or not, is numbered per communicator, alike at every member
+//! (MPI has every member call them in the same order), and what it was
+//! called with is published in the node segment (the rank's latest two
 //! calls). A rank that has waited long in one (a second, at the liveness
 //! check) compares its call with the same-numbered calls of the members on
-//! its node and fails with the difference.
+//! its node and fails with the difference; a rank waiting while its
+//! nonblocking collectives are pending compares each of those.
 //!
 //! Across nodes, every message of a collective instance started by such a
 //! call carries the call folded into 16 bits (`Envelope::sig`). A receiver
@@ -68,22 +70,52 @@ impl CallKind {
         }
     }
 
+    /// The nonblocking form's name.
+    fn nonblocking_name(self) -> &'static str {
+        match self {
+            CallKind::Barrier => "MPI_Ibarrier",
+            CallKind::Bcast => "MPI_Ibcast",
+            CallKind::Reduce => "MPI_Ireduce",
+            CallKind::Allreduce => "MPI_Iallreduce",
+            CallKind::Gather => "MPI_Igather",
+            CallKind::Scatter => "MPI_Iscatter",
+            CallKind::Allgather => "MPI_Iallgather",
+            CallKind::Alltoall => "MPI_Ialltoall",
+        }
+    }
+
     fn from_u8(b: u8) -> Option<Self> {
         Self::ALL.into_iter().find(|k| *k as u8 == b)
     }
 }
 
-/// What one member passed to a blocking collective: its root (if it has
-/// one) and the bytes of the block it sends or receives, which every member
-/// must agree on (a gather's root gives the bytes of each block it receives).
+/// What one member passed to a collective: its root (if it has one) and
+/// the bytes of the block it sends or receives, which every member must
+/// agree on (a gather's root gives the bytes of each block it receives),
+/// and whether it was the nonblocking form, which matches only its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Call {
     kind: CallKind,
     root: Option<u32>,
     bytes: u64,
+    nonblocking: bool,
 }
 
 const NO_ROOT: u32 = u32::MAX;
+/// The bit of a published kind's byte that marks the nonblocking form.
+const NONBLOCKING: u8 = 0x80;
+/// Nonblocking calls kept for the checks; older ones go unchecked.
+pub const NB_KEPT: usize = 32;
+
+/// A nonblocking collective call and its request (slot and cookie), on
+/// communicator `comm`.
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    req: usize,
+    cookie: u64,
+    comm: usize,
+    signed: Signed,
+}
 
 impl Call {
     /// The call folded into an envelope's `sig`, never 0: the function
@@ -98,26 +130,32 @@ impl Call {
 
     /// Two words for a `FAILED` notice.
     pub fn words(&self) -> [u64; 2] {
+        let kind = self.kind as u8 | if self.nonblocking { NONBLOCKING } else { 0 };
         [
-            (u64::from(self.kind as u8) << 32) | u64::from(self.root.unwrap_or(NO_ROOT)),
+            (u64::from(kind) << 32) | u64::from(self.root.unwrap_or(NO_ROOT)),
             self.bytes,
         ]
     }
 
     /// `None` for words never written (kind 0) or not understood.
     pub fn from_words(w: [u64; 2]) -> Option<Self> {
-        let kind = CallKind::from_u8((w[0] >> 32) as u8)?;
+        let byte = (w[0] >> 32) as u8;
+        let kind = CallKind::from_u8(byte & !NONBLOCKING)?;
         let root = (w[0] as u32 != NO_ROOT).then_some(w[0] as u32);
         Some(Call {
             kind,
             root,
             bytes: w[1],
+            nonblocking: byte & NONBLOCKING != 0,
         })
     }
 
     /// The function's name, for messages.
     pub fn name(&self) -> &'static str {
-        self.kind.name()
+        match self.nonblocking {
+            true => self.kind.nonblocking_name(),
+            false => self.kind.name(),
+        }
     }
 }
 
@@ -196,14 +234,14 @@ pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
 
 /// How `theirs` (communicator rank `them`) differs from `mine`, if it does.
 pub fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
-    if mine.kind != theirs.kind {
+    if (mine.kind, mine.nonblocking) != (theirs.kind, theirs.nonblocking) {
         return Some(MpiError::new(
             c::MPI_ERR_OTHER,
             format!(
                 "the ranks call different collectives: rank {them} called {} where this rank \
                  called {}",
-                theirs.kind.name(),
-                mine.kind.name()
+                theirs.name(),
+                mine.name()
             ),
         ));
     }
@@ -234,9 +272,9 @@ pub fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
 impl Engine {
     /// Numbers a collective the user called on `comm` and publishes it for
     /// the node's other members to check: `kind` with `root` and `bytes`
-    /// (see [`Call`]). Only blocking calls take part (`blocking`). The
-    /// instances the call starts carry it in their messages
-    /// ([`Call::sig`]) until it waits ([`Engine::finish_coll`]).
+    /// (see [`Call`]). A blocking call's instances carry it in their
+    /// messages ([`Call::sig`]) until it waits ([`Engine::finish_coll`]);
+    /// a nonblocking one is kept with its request ([`Engine::adopt_call`]).
     #[inline(always)]
     pub fn enter_call(
         &mut self,
@@ -246,13 +284,11 @@ impl Engine {
         root: Option<u32>,
         bytes: usize,
     ) -> MpiResult<()> {
-        if !blocking {
-            return Ok(());
-        }
         let call = Call {
             kind,
             root,
             bytes: bytes as u64,
+            nonblocking: !blocking,
         };
         let cm = self.comms.get_mut(comm)?;
         let n = cm.user_calls;
@@ -267,9 +303,36 @@ impl Engine {
             shm.publish_call(self.calls_published, signed.words());
             self.calls_published += 1;
         }
+        if !blocking {
+            self.nb_call = Some((comm, signed));
+            return Ok(());
+        }
         self.in_call = Some((comm, signed));
         self.signing = true;
         Ok(())
+    }
+
+    /// The nonblocking call just entered started as request `req`: it is
+    /// checked while the rank waits and the request is pending.
+    pub fn adopt_call(&mut self, req: usize) {
+        let Some((comm, signed)) = self.nb_call.take() else {
+            return;
+        };
+        if self.nb_calls.len() == NB_KEPT {
+            self.nb_calls.pop_front();
+        }
+        let cookie = self.st.reqs.cookie(req);
+        self.nb_calls.push_back(Pending {
+            req,
+            cookie,
+            comm,
+            signed,
+        });
+    }
+
+    /// A nonblocking call that failed to start has no request to keep.
+    pub fn drop_call(&mut self) {
+        self.nb_call = None;
     }
 
     /// Clears this rank's published calls, as it takes part in creating a
@@ -320,10 +383,32 @@ impl Engine {
         }
     }
 
-    /// While waiting in a blocking collective: fails if a member on this
-    /// node made the same-numbered call differently, or made it and failed.
-    pub(super) fn check_call(&self) -> MpiResult<()> {
-        let (Some((comm, mine)), Some(shm)) = (self.in_call, self.net.shm.as_ref()) else {
+    /// While waiting: fails if a member on this node made the blocking
+    /// collective in progress, or a pending nonblocking one, differently
+    /// under the same number, or made it and failed. A nonblocking call
+    /// found so is checked no more: its request stays pending, as a
+    /// blocking call's operation does.
+    pub(super) fn check_call(&mut self) -> MpiResult<()> {
+        if let Some((comm, mine)) = self.in_call {
+            self.compare_call(comm, &mine)?;
+        }
+        let reqs = &self.st.reqs;
+        self.nb_calls.retain(|p| {
+            reqs.by_cookie(p.cookie) == Some(p.req) && reqs.get(p.req).is_some_and(|r| !r.done)
+        });
+        for i in 0..self.nb_calls.len() {
+            let p = self.nb_calls[i];
+            if let Err(e) = self.compare_call(p.comm, &p.signed) {
+                self.nb_calls.remove(i);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Engine::check_call`] for one call, `mine`, on `comm`.
+    fn compare_call(&self, comm: usize, mine: &Signed) -> MpiResult<()> {
+        let Some(shm) = self.net.shm.as_ref() else {
             return Ok(());
         };
         let Ok(cm) = self.comms.get(comm) else {
@@ -369,7 +454,49 @@ mod tests {
     use super::*;
 
     fn call(kind: CallKind, root: Option<u32>, bytes: u64) -> Call {
-        Call { kind, root, bytes }
+        Call {
+            kind,
+            root,
+            bytes,
+            nonblocking: false,
+        }
+    }
+
+    fn icall(kind: CallKind, root: Option<u32>, bytes: u64) -> Call {
+        Call {
+            nonblocking: true,
+            ..call(kind, root, bytes)
+        }
+    }
+
+    #[test]
+    fn nonblocking_calls_round_trip_and_match_only_their_own_form() {
+        for kind in CallKind::ALL {
+            let c = icall(kind, Some(3), 40);
+            assert_eq!(Call::from_words(c.words()), Some(c));
+            let blocking = kind.name()["MPI_".len()..].to_lowercase();
+            assert_eq!(c.name(), format!("MPI_I{blocking}"));
+        }
+        let ibcast = icall(CallKind::Bcast, Some(0), 8);
+        assert!(disagreement(&ibcast, &ibcast, 1).is_none());
+        let e = disagreement(&icall(CallKind::Allreduce, None, 8), &ibcast, 2).unwrap();
+        assert_eq!(e.class, c::MPI_ERR_OTHER);
+        assert!(
+            e.msg
+                .contains("rank 2 called MPI_Ibcast where this rank called MPI_Iallreduce"),
+            "{}",
+            e.msg
+        );
+        // MPI never matches a blocking collective with a nonblocking one.
+        let e = disagreement(&call(CallKind::Bcast, Some(0), 8), &ibcast, 1).unwrap();
+        assert!(
+            e.msg
+                .contains("called MPI_Ibcast where this rank called MPI_Bcast"),
+            "{}",
+            e.msg
+        );
+        let e = disagreement(&ibcast, &icall(CallKind::Bcast, Some(0), 2000), 1).unwrap();
+        assert_eq!(e.class, c::MPI_ERR_TRUNCATE);
     }
 
     #[test]

@@ -794,9 +794,16 @@ impl Engine {
                 Action::Finish { raised } => {
                     let op = self.st.colls.central.swap_remove(i);
                     let req = op.req;
-                    let res = self.central_end(op, raised);
-                    self.st.reqs.complete(req, super::coll::coll_status());
-                    res?;
+                    // A failure (a riding part of the wrong length) is the
+                    // request's own, raised where it is waited for, not by
+                    // whichever call happened to drive it.
+                    let mut status = super::coll::coll_status();
+                    if let Err(e) = self.central_end(op, raised) {
+                        status.error = e.class;
+                        let cookie = self.st.reqs.cookie(req);
+                        self.st.colls.keep_failure(cookie, e);
+                    }
+                    self.st.reqs.complete(req, status);
                     did = true;
                 }
             }

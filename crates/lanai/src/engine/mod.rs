@@ -94,7 +94,7 @@ pub struct Engine {
     pub offload: Option<offload::Offload>,
     tick: u32,
     last_liveness: Instant,
-    /// Blocking collective calls published for the node's checks.
+    /// Collective calls published for the node's checks.
     calls_published: u64,
     /// The communicator of the user's blocking collective in progress,
     /// and the call, which is the one published last.
@@ -103,6 +103,13 @@ pub struct Engine {
     /// messages (`Envelope::sig`): not while it waits, nor in progress
     /// made on the way, which may start other operations' instances.
     signing: bool,
+    /// The user's nonblocking collective call being started, until its
+    /// request exists ([`Engine::adopt_call`]).
+    nb_call: Option<(usize, call_check::Signed)>,
+    /// Nonblocking collective calls with their requests, the latest
+    /// [`call_check::NB_KEPT`], checked like a blocking call's while a
+    /// wait goes on.
+    nb_calls: std::collections::VecDeque<call_check::Pending>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -331,6 +338,8 @@ impl Engine {
             calls_published: 0,
             in_call: None,
             signing: false,
+            nb_call: None,
+            nb_calls: std::collections::VecDeque::new(),
         };
         if eng.settings.static_connect {
             eng.connect_all_remote(comm::WORLD)?;

@@ -1057,7 +1057,8 @@ pub fn collective_on<A: StagedArgs>(
 }
 
 /// Runs a collective's entry point; a blocking one's call is over for the
-/// node's checks (`Engine::leave_call`) however it ends.
+/// node's checks (`Engine::leave_call`) however it ends, and a nonblocking
+/// one that failed to start leaves no call to check (`Engine::drop_call`).
 fn blocking_ends(
     name: &str,
     comm: crate::abi::consts::MPI_Comm,
@@ -1066,8 +1067,9 @@ fn blocking_ends(
 ) -> c_int {
     crate::abi::call(name, Some(comm), |e| {
         let r = body(e);
-        if let Mode::Wait = mode {
-            e.leave_call(r.as_ref().err().map(|e| e.class));
+        match mode {
+            Mode::Wait => e.leave_call(r.as_ref().err().map(|e| e.class)),
+            Mode::Request(_) => e.drop_call(),
         }
         r
     })
@@ -1110,6 +1112,7 @@ fn hand_back(e: &mut Engine, mode: Mode, req: usize) -> MpiResult<()> {
     match mode {
         Mode::Wait => e.finish_coll(req),
         Mode::Request(r) => {
+            e.adopt_call(req);
             // SAFETY: checked non-null before the start; writable per the
             // MPI contract.
             unsafe { *r = crate::abi::requests::handle_of(req) };

@@ -150,8 +150,11 @@ pub(in crate::abi) fn displ_bytes(d: impl Into<i64>, size: usize) -> MpiResult<u
 }
 
 fn layout(counts: Vec<usize>, displs: Vec<usize>) -> MpiResult<Layout> {
-    Layout::new(counts, displs)
-        .map_err(|e| MpiError::new(c::MPI_ERR_ARG, format!("counts and displacements: {e}")))
+    Layout::new(counts, displs).map_err(layout_err)
+}
+
+fn layout_err(e: lanai_coll::CollError) -> MpiError {
+    MpiError::new(c::MPI_ERR_ARG, format!("counts and displacements: {e}"))
 }
 
 /// Blocks from the caller's per-rank `counts` and `displs` (`n` of each,
@@ -170,14 +173,12 @@ pub(in crate::abi) unsafe fn layout_v(
     let size = types::type_size(dt)?;
     // SAFETY: forwarded from this function's contract.
     let (cs, ds) = unsafe { (counts.slice(n, names[0])?, displs.slice(n, names[1])?) };
-    // One plain loop: a small gatherv's root builds this on every call.
-    let mut c = Vec::with_capacity(n as usize);
-    let mut d = Vec::with_capacity(n as usize);
-    for i in 0..n as usize {
-        c.push(elem_bytes(cs.get(i), size)?);
-        d.push(displ_bytes(ds.get(i), size)?);
-    }
-    layout(c, d)
+    // One plain loop into one allocation: a small gatherv's root builds
+    // this on every call.
+    Layout::from_blocks(n as usize, |i| {
+        Ok((elem_bytes(cs.get(i), size)?, displ_bytes(ds.get(i), size)?))
+    })?
+    .map_err(layout_err)
 }
 
 /// Blocks from per-rank counts in elements of per-rank types and

@@ -13,10 +13,12 @@ default handler that ends the job, with the message, within seconds and
 without leftovers. A member waiting for a node member whose same call
 failed fails too, with the same class. A member waiting while its
 nonblocking collectives are pending compares those the same way. Across
-nodes, where one size goes by rendezvous and the other eagerly, the job
-still hangs with 2 or 3 ranks on as many nodes, and so do nonblocking
-calls that disagree there (docs/decisions.md, "Collectives whose ranks
-disagree on the count")."""
+nodes, the messages carry the sender's call, a member that has waited a
+second shows its call to the others, and a collective that one member
+sends point to point (transfers) and another as collective messages is
+found by the other's messages waiting under its number; each of these
+fails the collective everywhere (docs/decisions.md, "Collectives whose
+ranks disagree on the count")."""
 
 import re
 
@@ -74,6 +76,24 @@ FATAL = [
 ]
 
 
+# (what, ranks, nodes, root bytes, others' bytes, what the error says):
+# across nodes, where paths never meet (a broadcast's leaves waiting for a
+# root waiting in an allreduce; transfers against messages), blocking and
+# nonblocking.
+FATAL_NODES = [
+    ("ikind", 3, 3, 8, 8, "called MPI_I(bcast|allreduce) where this rank called MPI_I(allreduce|bcast)"),
+    ("ikind", 3, 3, 40, 70000, "called MPI_I(bcast|allreduce) where this rank called MPI_I(allreduce|bcast)"),
+    ("kind", 3, 3, 8, 8, "called MPI_(Bcast|Allreduce) where this rank called MPI_(Allreduce|Bcast)"),
+    ("bcast", 2, 2, 40, 70000, "MPI_Bcast: the ranks' counts or datatypes disagree"),
+    ("bcast", 3, 3, 70000, 40, "MPI_Bcast: the ranks' counts or datatypes disagree"),
+    ("ibcast", 2, 2, 70000, 40, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("ibcast", 3, 3, 40, 70000, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("igather", 2, 2, 40, 70000, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("igather", 3, 3, 70000, 40, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("ibcast", 4, 2, 40, 70000, "MPI_Wait: the ranks' counts or datatypes disagree"),
+]
+
+
 @pytest.fixture(scope="module")
 def exe():
     return build_programs([PROG], "lanai")[PROG]
@@ -89,8 +109,18 @@ def test_mismatched_bcast_counts_truncate(exe, nranks, nodes, root_bytes, other_
 
 @pytest.mark.parametrize("what,nranks,root_bytes,other_bytes,says", FATAL)
 def test_disagreeing_calls_end_the_job(exe, what, nranks, root_bytes, other_bytes, says):
+    ends_with_error(exe, what, nranks, 1, root_bytes, other_bytes, says)
+
+
+@pytest.mark.parametrize("what,nranks,nodes,root_bytes,other_bytes,says", FATAL_NODES)
+def test_disagreeing_calls_across_nodes_end_the_job(exe, what, nranks, nodes, root_bytes,
+                                                    other_bytes, says):
+    ends_with_error(exe, what, nranks, nodes, root_bytes, other_bytes, says)
+
+
+def ends_with_error(exe, what, nranks, nodes, root_bytes, other_bytes, says):
     args = [str(root_bytes), str(other_bytes), what, "fatal"]
-    r = run_job(lanairun_argv(exe, nranks, 1, args), exe, timeout_s=60)
+    r = run_job(lanairun_argv(exe, nranks, nodes, args), exe, timeout_s=60)
     assert not r.timed_out, "the job hung\n" + r.tail()
     assert r.returncode != 0, "the job succeeded\n" + r.tail()
     assert r.wall_s < 20, f"the job took {r.wall_s:.1f} s to end\n" + r.tail()

@@ -22,6 +22,9 @@ pub enum Kind {
     RndvData = 6,
     /// A collective's internal message; `tag` is the instance sequence number.
     Coll = 7,
+    /// About a collective instance rather than part of it: the sender's
+    /// call, shown to its members or found to differ from theirs.
+    CollNotice = 8,
 }
 
 impl Kind {
@@ -35,6 +38,7 @@ impl Kind {
             5 => Self::RndvCts,
             6 => Self::RndvData,
             7 => Self::Coll,
+            8 => Self::CollNotice,
             _ => return None,
         })
     }
@@ -127,7 +131,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(kind in 1u8..=7, flags: u8, ctx: u32, src: u32, tag: i32, len: u64, cookie: u64, sig: u16) {
+        fn round_trip(kind in 1u8..=8, flags: u8, ctx: u32, src: u32, tag: i32, len: u64, cookie: u64, sig: u16) {
             let e = Envelope { kind: Kind::from_u8(kind).unwrap(), flags, ctx, src, tag, len, cookie, sig };
             prop_assert_eq!(Envelope::decode(&e.encode()), Ok(e));
         }

@@ -12,11 +12,13 @@
 //!
 //! Across nodes, every message of a collective instance started by such a
 //! call carries the call folded into 16 bits (`Envelope::sig`). A receiver
-//! whose own call folds differently notes it; if the instance is still
-//! running at the next liveness check, it fails, and tells every member
-//! of the instance, so that those waiting for it fail too (`FAILED`
-//! notices, in `coll.rs`). An instance that ends anyway, with the
-//! machine's own error or none, ends as it did before. A blocking call
+//! whose own call folds to another function, form or root fails at once;
+//! one whose call differs only in size notes it, and fails if the
+//! instance is still running at the next liveness check. Either way it
+//! tells every member of the instance, so that those waiting for it fail
+//! too (`Kind::CollNotice`, in `coll.rs`). An instance that differs only in
+//! size and ends anyway, with the machine's own error or none, ends as it
+//! did before. A blocking call
 //! that fails marks its published entry with its error class, so the
 //! members on its node that wait for it (on the device, where no message
 //! comes) fail at their next check with the same class.
@@ -118,23 +120,55 @@ pub struct Pending {
 }
 
 impl Call {
-    /// The call folded into an envelope's `sig`, never 0: the function
-    /// (4 bits), the root's low 4 bits and 8 bits of the size. Two calls
-    /// that differ fold alike only when their sizes collide in those 8
-    /// bits; the check then misses, as it did before it existed.
-    pub fn sig(&self) -> u16 {
-        let root = self.root.map_or(0xf, |r| r & 0xf) as u16;
-        let size = (self.bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u16;
-        ((self.kind as u16) << 12) | (root << 8) | size
+    #[cfg(test)]
+    pub fn new(kind: CallKind, root: Option<u32>, bytes: u64, nonblocking: bool) -> Self {
+        Call {
+            kind,
+            root,
+            bytes,
+            nonblocking,
+        }
     }
 
-    /// Two words for a `FAILED` notice.
+    /// The call folded into an envelope's `sig`, never 0: the form (1
+    /// bit), the function (3 bits), the root's low 4 bits and 8 bits of
+    /// the size. Two calls that differ fold alike only when their sizes
+    /// collide in those 8 bits; the check then misses, as it did before it
+    /// existed.
+    pub fn sig(&self) -> u16 {
+        let form = u16::from(self.nonblocking) << 15;
+        let kind = (self.kind as u16 - 1) << 12;
+        let root = self.root.map_or(0xf, |r| r & 0xf) as u16;
+        let size = (self.bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u16;
+        // 0 would be a blocking barrier with root 0: barriers have none.
+        (form | kind | (root << 8) | size).max(1)
+    }
+
+    /// Whether a member whose call folds to `sig` surely made another
+    /// call than this one: another function, form or root. Sizes fold
+    /// into 8 bits, and a path may still end well where only they differ
+    /// (a broadcast's root that sends less than the others expect).
+    pub fn differs_beyond_size(&self, sig: u16) -> bool {
+        sig != 0 && (sig ^ self.sig()) & 0xff00 != 0
+    }
+
+    /// Two words for a notice (`Kind::CollNotice`).
     pub fn words(&self) -> [u64; 2] {
         let kind = self.kind as u8 | if self.nonblocking { NONBLOCKING } else { 0 };
         [
             (u64::from(kind) << 32) | u64::from(self.root.unwrap_or(NO_ROOT)),
             self.bytes,
         ]
+    }
+
+    /// The call a notice's body carries (`Kind::CollNotice`), if it is one.
+    pub fn from_body(body: &[u8]) -> Option<Self> {
+        let word = |k: usize| {
+            body.get(k * 8..k * 8 + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        };
+        Self::from_words([word(0), word(1)])
     }
 
     /// `None` for words never written (kind 0) or not understood.
@@ -200,15 +234,19 @@ impl Signed {
 
 /// How a member's call, known only by its `sig`, differs from `mine`.
 pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
-    let theirs = CallKind::from_u8((sig >> 12) as u8);
-    if theirs != Some(mine.kind) {
-        let name = theirs.map_or("another collective", CallKind::name);
+    let theirs = CallKind::from_u8(((sig >> 12) & 0x7) as u8 + 1).map(|kind| Call {
+        kind,
+        nonblocking: sig & 0x8000 != 0,
+        ..*mine
+    });
+    if theirs.map(|t| (t.kind, t.nonblocking)) != Some((mine.kind, mine.nonblocking)) {
+        let name = theirs.as_ref().map_or("another collective", Call::name);
         return MpiError::new(
             c::MPI_ERR_OTHER,
             format!(
                 "the ranks call different collectives: rank {them} called {name} where this \
                  rank called {}",
-                mine.kind.name()
+                mine.name()
             ),
         );
     }
@@ -230,6 +268,57 @@ pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
             mine.bytes
         ),
     )
+}
+
+/// A collective whose members' sizes took different paths: this rank's
+/// goes as collective messages and member `them`'s as `len` bytes point
+/// to point (`transfers.rs`).
+pub fn crossed_paths(mine: Option<Call>, them: u32, len: u64) -> MpiError {
+    let this = mine.map_or(String::new(), |m| {
+        format!(" ({} bytes in {})", m.bytes, m.name())
+    });
+    MpiError::new(
+        c::MPI_ERR_TRUNCATE,
+        format!(
+            "the ranks' counts or datatypes disagree: rank {them} sent {len} bytes point to \
+             point where this rank's size{this} sends its part as collective messages"
+        ),
+    )
+}
+
+/// The reverse of [`crossed_paths`]: member `them`, whose call folds to
+/// `sig` (0: unknown), sent collective messages where this rank's size
+/// sends point to point.
+pub fn crossed_transfers(mine: Option<Call>, them: u32, sig: u16) -> MpiError {
+    if let Some(m) = mine.filter(|m| sig != 0 && sig != m.sig()) {
+        return sig_disagreement(&m, sig, them);
+    }
+    let this = mine.map_or(String::new(), |m| {
+        format!(" ({} bytes in {})", m.bytes, m.name())
+    });
+    MpiError::new(
+        c::MPI_ERR_TRUNCATE,
+        format!(
+            "the ranks' counts or datatypes disagree: rank {them} sent collective messages \
+             where this rank's size{this} sends its part point to point"
+        ),
+    )
+}
+
+/// Why this rank's collective fails when member `them` said the members'
+/// calls differ, with its own call `theirs` where it sent one.
+pub fn noticed_disagreement(mine: Option<Call>, theirs: Option<Call>, them: u32) -> MpiError {
+    mine.zip(theirs)
+        .and_then(|(m, t)| disagreement(&m, &t, them))
+        .unwrap_or_else(|| {
+            MpiError::new(
+                c::MPI_ERR_OTHER,
+                format!(
+                    "rank {them} found that the ranks' calls of this collective disagree \
+                     (function, root, or count and datatype)"
+                ),
+            )
+        })
 }
 
 /// How `theirs` (communicator rank `them`) differs from `mine`, if it does.
@@ -303,18 +392,20 @@ impl Engine {
             shm.publish_call(self.calls_published, signed.words());
             self.calls_published += 1;
         }
+        self.signing = true;
         if !blocking {
             self.nb_call = Some((comm, signed));
             return Ok(());
         }
+        self.nb_call = None;
         self.in_call = Some((comm, signed));
-        self.signing = true;
         Ok(())
     }
 
     /// The nonblocking call just entered started as request `req`: it is
     /// checked while the rank waits and the request is pending.
     pub fn adopt_call(&mut self, req: usize) {
+        self.signing = false;
         let Some((comm, signed)) = self.nb_call.take() else {
             return;
         };
@@ -332,6 +423,7 @@ impl Engine {
 
     /// A nonblocking call that failed to start has no request to keep.
     pub fn drop_call(&mut self) {
+        self.signing = false;
         self.nb_call = None;
     }
 
@@ -377,7 +469,7 @@ impl Engine {
     /// The call that starts an instance now, if one is starting it.
     #[inline(always)]
     pub(super) fn signing_call(&self) -> Option<Call> {
-        match (self.signing, self.in_call) {
+        match (self.signing, self.nb_call.or(self.in_call)) {
             (true, Some((_, s))) => Some(s.call),
             _ => None,
         }
@@ -551,6 +643,7 @@ mod tests {
             for root in [None, Some(0), Some(15), Some(16)] {
                 for bytes in [0, 1, 40, 70000, u64::MAX] {
                     assert_ne!(call(kind, root, bytes).sig(), 0);
+                    assert_ne!(icall(kind, root, bytes).sig(), 0);
                 }
             }
         }
@@ -562,6 +655,31 @@ mod tests {
         let e = sig_disagreement(&bcast, call(CallKind::Allreduce, None, 40).sig(), 3);
         assert_eq!(e.class, c::MPI_ERR_OTHER);
         assert!(e.msg.contains("rank 3 called MPI_Allreduce"), "{}", e.msg);
+        // The form is part of the call: a blocking call never matches a
+        // nonblocking one.
+        let e = sig_disagreement(&bcast, icall(CallKind::Bcast, Some(0), 40).sig(), 2);
+        assert_eq!(e.class, c::MPI_ERR_OTHER);
+        assert!(e
+            .msg
+            .contains("rank 2 called MPI_Ibcast where this rank called MPI_Bcast"));
+        let ibcast = icall(CallKind::Bcast, Some(0), 40);
+        let e = sig_disagreement(&ibcast, icall(CallKind::Alltoall, None, 40).sig(), 1);
+        assert!(e
+            .msg
+            .contains("rank 1 called MPI_Ialltoall where this rank called MPI_Ibcast"));
+        // Only function, form and root are conclusive; sizes may collide,
+        // and a path may end well where only they differ.
+        assert!(!bcast.differs_beyond_size(bcast.sig()));
+        assert!(!bcast.differs_beyond_size(call(CallKind::Bcast, Some(0), 2000).sig()));
+        assert!(!bcast.differs_beyond_size(0));
+        assert!(bcast.differs_beyond_size(call(CallKind::Bcast, Some(1), 40).sig()));
+        assert!(bcast.differs_beyond_size(ibcast.sig()));
+        for kind in CallKind::ALL {
+            for other in CallKind::ALL {
+                let (a, b) = (call(kind, None, 8), call(other, None, 8));
+                assert_eq!(a.differs_beyond_size(b.sig()), kind != other);
+            }
+        }
         // Sizes that differ in a program (off by one, a factor of two, a
         // string's length against its buffer's) fold apart.
         for a in [8u64, 40, 100, 2000, 4096, 70000] {

@@ -227,11 +227,64 @@ struct Instance {
     call: Option<Call>,
     /// A member's call differs, or a member said the instance failed.
     fault: Option<Fault>,
+    /// Its call was shown to the other members ([`Engine::show_calls`]).
+    shown: bool,
     /// Cookies of the messages it lent (`coll_ref.rs`), so that past the
     /// lending bound it waits for its own and asks only their receivers.
     lent: Vec<u64>,
     /// Listed in `Colls::ready`.
     queued: bool,
+}
+
+impl Instance {
+    /// A member's message showed another function, form or root than
+    /// this rank's call: no use waiting for the liveness check.
+    fn conclusive_fault(&self) -> bool {
+        match (self.fault, self.call) {
+            (Some(Fault::Sig { sig, .. }), Some(mine)) => mine.differs_beyond_size(sig),
+            (Some(Fault::Shown { .. }), _) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Every member of `cm`: its rank there, and its world rank.
+fn comm_members(cm: &super::comm::Comm) -> Vec<(u32, u32)> {
+    match &cm.map {
+        RankMap::Identity => (0..cm.size).map(|r| (r, r)).collect(),
+        RankMap::List(l) => (0..).zip(l.iter().copied()).collect(),
+    }
+}
+
+/// A notice about an instance (`Kind::CollNotice`): its call `call`, from
+/// its member `from`; `flags` 0 (the calls differ), or
+/// [`coll_ref::SHOWN`].
+struct Notice {
+    ctx: u32,
+    seq: u32,
+    from: u32,
+    call: Call,
+    flags: u8,
+}
+
+impl Instance {
+    /// Every member: its rank in the instance, and its world rank.
+    fn members(&self, world_size: u32) -> Vec<(u32, u32)> {
+        match &self.map {
+            RankMap::Identity => (0..world_size).map(|r| (r, r)).collect(),
+            RankMap::List(l) => (0..).zip(l.iter().copied()).collect(),
+        }
+    }
+
+    fn about(&self, call: Call, flags: u8) -> Notice {
+        Notice {
+            ctx: self.ctx,
+            seq: self.seq,
+            from: self.rank,
+            call,
+            flags,
+        }
+    }
 }
 
 impl std::fmt::Debug for Instance {
@@ -288,6 +341,12 @@ enum Fault {
     /// Member `from` found that the members' calls differ; its own call,
     /// when it said.
     Notice { from: u32, theirs: Option<Call> },
+    /// Member `from`, waiting long in the instance, showed its call, and
+    /// it is not this rank's.
+    Shown { from: u32, theirs: Call },
+    /// Member `from` sent `len` bytes point to point under the instance's
+    /// number (`transfers.rs`): its size took another path.
+    Crossed { from: u32, len: u64 },
 }
 
 /// Failure messages kept for requests not waited on yet.
@@ -317,13 +376,31 @@ impl Colls {
                 let inst = &mut self.active[i];
                 let sig = inst.call.map_or(0, |c| c.sig());
                 if sig != 0 && env.sig != 0 && sig != env.sig {
-                    // Its call differs from ours. The instance may still end,
-                    // with the machine's own error or none; if it is still
-                    // waiting at the next liveness check, it fails then.
-                    inst.fault.get_or_insert(Fault::Sig {
+                    let fault = Fault::Sig {
                         from: env.src,
                         sig: env.sig,
-                    });
+                    };
+                    if inst.conclusive_fault() {
+                        // Failing already: nothing more to feed.
+                    } else if inst.call.is_some_and(|c| c.differs_beyond_size(env.sig)) {
+                        // Another function, form or root: the machine must
+                        // not take the message for its own. The instance
+                        // fails when next driven.
+                        inst.fault = Some(fault);
+                    } else {
+                        // Only the size differs. The instance may still
+                        // end, with the machine's own error or none; if it
+                        // is still waiting at the next liveness check, it
+                        // fails then.
+                        inst.fault.get_or_insert(fault);
+                    }
+                }
+                if inst.conclusive_fault() {
+                    if !inst.queued {
+                        inst.queued = true;
+                        self.ready.push((ctx, seq));
+                    }
+                    return true;
                 }
                 if let Err(e) = msg.feed(&mut inst.machine, env.src) {
                     inst.error.get_or_insert(e);
@@ -399,9 +476,17 @@ impl Colls {
             error: None,
             call: None,
             fault: None,
+            shown: false,
             lent: Vec::new(),
             queued: false,
         });
+    }
+
+    /// Instance (`ctx`, `seq`) as if call `call` had started it.
+    #[cfg(test)]
+    fn sign(&mut self, ctx: u32, seq: u32, call: Call) {
+        let i = self.index[&(ctx, seq)];
+        self.active[i].call = Some(call);
     }
 
     /// Adds a started instance, to be driven on the next pass.
@@ -438,28 +523,54 @@ impl Colls {
         inst
     }
 
-    /// Member `env.src` found that the members' calls of instance
-    /// (`env.ctx`, `env.tag`) differ (a `FAILED` notice, its call in
-    /// `body`): the instance fails if it is still running here at the next
-    /// liveness check. One that is over or not started has nothing to
-    /// fail.
-    pub fn fault_notice(&mut self, env: &Envelope, body: &[u8]) {
+    /// A notice (`Kind::CollNotice`, the sender's call in `body`) about
+    /// instance (`env.ctx`, `env.tag`). Member `env.src` found that the
+    /// members' calls differ: the instance fails if it is still running
+    /// here at the next liveness check. Or (`SHOWN`) it shows its call: if
+    /// it is not this rank's, the instance fails when next driven. False
+    /// if no instance of that number runs here (one that is over or not
+    /// started has nothing to fail).
+    pub fn fault_notice(&mut self, env: &Envelope, body: &[u8]) -> bool {
         let key = (env.ctx, env.tag as u32);
         let Some(&i) = self.index.get(&key) else {
-            return;
+            return false;
         };
-        let word = |k: usize| {
-            body.get(k * 8..k * 8 + 8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_le_bytes)
-        };
-        let theirs = Call::from_words([word(0), word(1)]);
+        let theirs = Call::from_body(body);
+        let inst = &mut self.active[i];
+        if env.flags & coll_ref::SHOWN != 0 {
+            // Not a failure yet: a member waiting long shows its call.
+            let (Some(mine), Some(theirs)) = (inst.call, theirs) else {
+                return true;
+            };
+            if mine != theirs && !inst.conclusive_fault() {
+                inst.fault = Some(Fault::Shown {
+                    from: env.src,
+                    theirs,
+                });
+                if !inst.queued {
+                    inst.queued = true;
+                    self.ready.push(key);
+                }
+                self.dirty = true;
+            }
+            return true;
+        }
         // Acted on at the liveness check (`Engine::fail_faulted`), not by
         // driving the instance.
-        self.active[i].fault.get_or_insert(Fault::Notice {
+        inst.fault.get_or_insert(Fault::Notice {
             from: env.src,
             theirs,
         });
+        true
+    }
+
+    /// The sender and `sig` of a message that waits for instance (`ctx`,
+    /// `seq`), which has not started here.
+    pub fn early_from(&self, ctx: u32, seq: u32) -> Option<(u32, u16)> {
+        self.early.get(&(ctx, seq))?.first().map(|e| match e {
+            Early::Msg { env, .. } => (env.src, env.sig),
+            Early::Ref(u) => (u.src(), u.sig()),
+        })
     }
 
     /// Keeps why the request of `cookie` ([`super::request::Requests::cookie`]) failed,
@@ -802,6 +913,7 @@ impl Engine {
             error: None,
             call: self.signing_call(),
             fault: None,
+            shown: false,
             lent: Vec::new(),
             queued: false,
         });
@@ -867,6 +979,12 @@ impl Engine {
         };
         let mut did = false;
         self.st.colls.active[i].queued = false;
+        if self.st.colls.active[i].conclusive_fault() {
+            if let Some(f) = self.st.colls.active[i].fault.take() {
+                self.fail_instance(i, f)?;
+            }
+            return Ok(true);
+        }
         while let Some(out) = self.st.colls.active[i].machine.poll_send() {
             let inst = &self.st.colls.active[i];
             let env = Envelope {
@@ -915,7 +1033,7 @@ impl Engine {
     /// Ends active instance `i` for fault `f`: its request completes with
     /// the error, which its blocking call reads ([`Colls::take_failure`]).
     /// When this rank found the difference itself, it tells every other
-    /// member (a `FAILED` notice with its call), so that those waiting
+    /// member (a notice with its call, `Kind::CollNotice`), so that those waiting
     /// for this instance, or for the member that sent what did not fit,
     /// fail too instead of waiting forever. The instance's late messages
     /// are kept as early ones, for an instance that never starts.
@@ -925,19 +1043,16 @@ impl Engine {
             (Fault::Sig { from, sig }, Some(mine)) => {
                 call_check::sig_disagreement(&mine, sig, from)
             }
-            (Fault::Notice { from, theirs }, mine) => mine
-                .zip(theirs)
-                .and_then(|(m, t)| call_check::disagreement(&m, &t, from))
-                .unwrap_or_else(|| {
-                    MpiError::new(
-                        crate::abi::consts::MPI_ERR_OTHER,
-                        format!(
-                            "rank {from} found that the ranks' calls of this collective \
-                             disagree (function, root, or count and datatype)"
-                        ),
-                    )
-                }),
-            (Fault::Sig { from, .. }, None) => {
+            (Fault::Notice { from, theirs }, mine) => {
+                call_check::noticed_disagreement(mine, theirs, from)
+            }
+            (Fault::Shown { from, theirs }, Some(mine)) => {
+                call_check::disagreement(&mine, &theirs, from).unwrap_or_else(|| {
+                    MpiError::internal(format!("rank {from} showed this rank's own call"))
+                })
+            }
+            (Fault::Crossed { from, len }, mine) => call_check::crossed_paths(mine, from, len),
+            (Fault::Sig { from, .. } | Fault::Shown { from, .. }, None) => {
                 MpiError::internal(format!("unsigned instance faulted by rank {from}"))
             }
         };
@@ -948,29 +1063,130 @@ impl Engine {
         let cookie = self.st.reqs.cookie(inst.req);
         self.st.reqs.complete(inst.req, status);
         self.st.colls.keep_failure(cookie, err);
-        let (Fault::Sig { .. }, Some(mine)) = (f, inst.call) else {
+        let (Fault::Sig { .. } | Fault::Shown { .. } | Fault::Crossed { .. }, Some(mine)) =
+            (f, inst.call)
+        else {
             return Ok(());
         };
-        let members: Vec<u32> = match &inst.map {
-            RankMap::Identity => (0..self.job.size).collect(),
-            RankMap::List(l) => l.clone(),
+        let to = inst.members(self.job.size);
+        self.notify(&inst.about(mine, 0), &to)
+    }
+
+    /// Tells every member of `comm` that this rank found the calls of its
+    /// collective numbered `seq` (in context `ctx`) to differ, its own
+    /// being `call`.
+    pub(super) fn notify_failed(
+        &mut self,
+        comm: usize,
+        ctx: u32,
+        seq: u32,
+        call: Call,
+    ) -> MpiResult<()> {
+        let cm = self.comms.get(comm)?;
+        let to = comm_members(cm);
+        let about = Notice {
+            ctx,
+            seq,
+            from: cm.rank,
+            call,
+            flags: 0,
         };
-        let body: Vec<u8> = mine.words().iter().flat_map(|w| w.to_le_bytes()).collect();
-        for (r, &to) in members.iter().enumerate() {
-            if r as u32 == inst.rank {
-                continue;
-            }
+        self.notify(&about, &to)
+    }
+
+    /// Sends notice `about` to each member in `to` (instance rank, world
+    /// rank) but the sender.
+    fn notify(&mut self, about: &Notice, to: &[(u32, u32)]) -> MpiResult<()> {
+        let body: Vec<u8> = about
+            .call
+            .words()
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        for &(r, world) in to.iter().filter(|&&(r, _)| r != about.from) {
             let env = Envelope {
-                kind: Kind::Coll,
-                flags: coll_ref::FAILED,
-                ctx: inst.ctx,
-                src: inst.rank,
-                tag: inst.seq as i32,
+                kind: Kind::CollNotice,
+                flags: about.flags,
+                ctx: about.ctx,
+                src: about.from,
+                tag: about.seq as i32,
                 len: body.len() as u64,
                 cookie: 0,
                 sig: 0,
             };
-            self.send_coll(to, env, Outgoing::new(r as u32, &[], body.clone()), false)?;
+            self.send_coll(world, env, Outgoing::new(r, &[], body.clone()), false)?;
+        }
+        Ok(())
+    }
+
+    /// At a liveness check (this rank has waited a second): shows the call
+    /// of each signed instance still running to the other members, once,
+    /// so that members whose calls differ find out even where no message
+    /// of one reaches the other (a broadcast's leaves waiting for a root
+    /// that waits in an allreduce for them). Member 0 shows its call to
+    /// every member and the others to member 0: each member compares with
+    /// member 0, which compares with each, in 2n messages in all.
+    /// At a liveness check: fails each instance still running for which
+    /// a member's part waits point to point in the collective context
+    /// (`transfers.rs`), under the instance's number. Every member takes
+    /// the transfers or none in a correct program; where sizes disagree,
+    /// one side's messages wait for an instance the other never starts.
+    pub(super) fn fail_crossed_instances(&mut self) -> MpiResult<()> {
+        let crossed = self.st.colls.active.iter().position(|inst| {
+            self.st
+                .matcher
+                .coll_unexpected_any(inst.ctx, (inst.seq & 0x7fff_ffff) as i32)
+                .is_some()
+        });
+        let Some(i) = crossed else {
+            return Ok(());
+        };
+        let inst = &self.st.colls.active[i];
+        let tag = (inst.seq & 0x7fff_ffff) as i32;
+        let Some(u) = self.st.matcher.coll_unexpected_any(inst.ctx, tag) else {
+            return Ok(());
+        };
+        let f = Fault::Crossed {
+            from: u.env.src,
+            len: u.env.len,
+        };
+        self.fail_instance(i, f)
+    }
+
+    pub(super) fn show_calls(&mut self) -> MpiResult<()> {
+        let mut shows = Vec::new();
+        for inst in &mut self.st.colls.active {
+            let (false, Some(mine)) = (inst.shown, inst.call) else {
+                continue;
+            };
+            inst.shown = true;
+            let mut to = inst.members(self.job.size);
+            if inst.rank != 0 {
+                to.truncate(1);
+            }
+            shows.push((inst.about(mine, coll_ref::SHOWN), to));
+        }
+        for x in &mut self.st.transfers {
+            if let Some(about) = x.show() {
+                let cm = self.comms.get(about.comm)?;
+                let mut to = comm_members(cm);
+                if cm.rank != 0 {
+                    to.truncate(1);
+                }
+                shows.push((
+                    Notice {
+                        ctx: about.ctx,
+                        seq: about.seq,
+                        from: cm.rank,
+                        call: about.call,
+                        flags: coll_ref::SHOWN,
+                    },
+                    to,
+                ));
+            }
+        }
+        for (about, to) in shows {
+            self.notify(&about, &to)?;
         }
         Ok(())
     }
@@ -1651,6 +1867,95 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A member's message or notice showing another call: another
+    /// function, form or root makes the instance's failure conclusive,
+    /// and the machine never takes the message for its own; a size alone
+    /// is fed and noted for the liveness check, since the path may end
+    /// well; a shown call of any difference is conclusive.
+    #[test]
+    fn calls_that_differ_fault_the_instance() {
+        use super::call_check::CallKind;
+        let bcast = Call::new(CallKind::Bcast, Some(0), 8, false);
+        let msg = |seq: u32, sig: u16| Envelope {
+            kind: Kind::Coll,
+            flags: 0,
+            ctx: 9,
+            src: 0,
+            tag: seq as i32,
+            len: 3,
+            cookie: 0,
+            sig,
+        };
+        let start = |c: &mut Colls, seq: u32| {
+            let m = Box::new(lanai_coll::Bcast::new(1, 2, 0, vec![0]).unwrap());
+            c.activate(9, seq, m);
+            c.sign(9, seq, bcast);
+            c.ready.clear();
+            c.active[c.index[&(9, seq)]].queued = false;
+        };
+        let inst = |c: &Colls, seq: u32| c.index[&(9, seq)];
+        // A whole message from the root: what the machine takes.
+        let data = || Msg::Whole(Cow::Borrowed(&[3, 0, 42]));
+        let mut c = Colls::default();
+        let others = [
+            Call::new(CallKind::Allreduce, None, 8, false),
+            Call::new(CallKind::Bcast, Some(0), 8, true),
+            Call::new(CallKind::Bcast, Some(1), 8, false),
+        ];
+        for (seq, other) in (0..).zip(others) {
+            start(&mut c, seq);
+            assert!(c.deliver(&msg(seq, other.sig()), 0, data()));
+            let i = inst(&c, seq);
+            assert!(c.active[i].conclusive_fault(), "{other:?}");
+            let fed = c.active[i].machine.is_done() || c.active[i].error.is_some();
+            assert!(!fed, "fed a message of {other:?}");
+            assert_eq!(c.ready, vec![(9, seq)], "queued to fail");
+            c.ready.clear();
+            c.active[i].queued = false;
+        }
+        // Another size: fed, noted, not conclusive.
+        let seq = 3;
+        start(&mut c, seq);
+        let bigger = Call::new(CallKind::Bcast, Some(0), 4000, false);
+        c.deliver(&msg(seq, bigger.sig()), 0, data());
+        let i = inst(&c, seq);
+        assert!(matches!(
+            c.active[i].fault,
+            Some(Fault::Sig { from: 0, .. })
+        ));
+        assert!(!c.active[i].conclusive_fault());
+        assert!(
+            c.active[i].machine.is_done() || c.active[i].error.is_some(),
+            "not fed"
+        );
+        // The same call: nothing.
+        let seq = 4;
+        start(&mut c, seq);
+        c.deliver(&msg(seq, bcast.sig()), 0, data());
+        assert!(c.active[inst(&c, seq)].fault.is_none());
+        // Shown calls: the same one changes nothing, a bigger one fails it.
+        let notice = |call: Call| {
+            let env = Envelope {
+                kind: Kind::CollNotice,
+                flags: coll_ref::SHOWN,
+                src: 1,
+                ..msg(seq, 0)
+            };
+            let body: Vec<u8> = call.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+            (env, body)
+        };
+        let (env, body) = notice(bcast);
+        assert!(c.fault_notice(&env, &body));
+        assert!(c.active[inst(&c, seq)].fault.is_none());
+        let (env, body) = notice(bigger);
+        assert!(c.fault_notice(&env, &body));
+        assert!(c.active[inst(&c, seq)].conclusive_fault());
+        // No instance of that number here: not taken.
+        let (mut env, body) = notice(bigger);
+        env.tag = 99;
+        assert!(!c.fault_notice(&env, &body));
     }
 
     #[test]

@@ -80,10 +80,6 @@ pub const ASK: u8 = 32;
 /// your unlent messages wait here for instances not started yet; lend me
 /// every message you would lend over the network, from now on.
 pub const LEND: u8 = 64;
-/// `Kind::Coll` flag, between any members: the sender found that the
-/// members' calls of instance `tag` differ (`call_check.rs`); its own call
-/// follows, two little-endian `u64` words. The instance fails where it runs.
-pub const FAILED: u8 = 128;
 
 /// A message a peer has not used yet, as it is lent.
 #[derive(Debug)]
@@ -360,15 +356,24 @@ fn control(flags: u8, cookie: u64) -> Envelope {
     super::p2p::control(Kind::Coll, flags, cookie)
 }
 
+/// `Kind::CollNotice` flag: the sender has found nothing yet; it has
+/// waited long in instance `tag` and shows its call, for the receiver to
+/// compare. Without it, the sender found that the members' calls of
+/// instance `tag` differ, and the instance fails where it runs. Either way
+/// the sender's call follows, two little-endian `u64` words
+/// (`call_check.rs`).
+pub const SHOWN: u8 = 1;
+
 impl State {
+    /// A notice about collective instance (`env.ctx`, `env.tag`).
+    pub fn coll_notice(&mut self, env: &Envelope, body: &[u8]) {
+        if !self.colls.fault_notice(env, body) {
+            self.transfers_notice(env, body);
+        }
+    }
+
     /// A collective message, or an answer about one of our references.
     pub fn deliver_coll(&mut self, env: Envelope, from: u32, msg: Msg<'_>) {
-        if env.flags & FAILED != 0 {
-            if let Msg::Whole(b) = &msg {
-                self.colls.fault_notice(&env, b);
-            }
-            return;
-        }
         if env.flags & USED != 0 {
             let rest = match &msg {
                 Msg::Whole(b) => &b[..],
@@ -594,9 +599,13 @@ impl Unread {
     }
 
     /// The sender's communicator rank.
-    #[cfg(test)]
     pub fn src(&self) -> u32 {
         self.env.src
+    }
+
+    /// The sender's call, folded (`call_check.rs`).
+    pub fn sig(&self) -> u16 {
+        self.env.sig
     }
 
     pub fn body_len(&self) -> usize {

@@ -268,6 +268,7 @@ impl State {
                 from,
                 super::coll::Msg::Whole(std::borrow::Cow::Borrowed(payload)),
             ),
+            Kind::CollNotice => self.coll_notice(&env, payload),
         }
     }
 

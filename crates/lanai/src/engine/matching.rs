@@ -129,6 +129,15 @@ impl Matcher {
             .find(|u| matches(ctx, src, tag, &u.env))
     }
 
+    /// An unexpected message in collective context `ctx` with `tag`, from
+    /// anyone.
+    pub fn coll_unexpected_any(&self, ctx: u32, tag: i32) -> Option<&Unexpected> {
+        self.coll_unexpected
+            .iter()
+            .find(|((c, _, t), _)| *c == ctx && *t == tag)
+            .and_then(|(_, q)| q.front())
+    }
+
     #[inline]
     pub fn post(&mut self, p: Posted) {
         if is_coll(p.ctx) {

@@ -99,9 +99,10 @@ pub struct Engine {
     /// The communicator of the user's blocking collective in progress,
     /// and the call, which is the one published last.
     in_call: Option<(usize, call_check::Signed)>,
-    /// That call, while it starts the instances that carry it in their
-    /// messages (`Envelope::sig`): not while it waits, nor in progress
-    /// made on the way, which may start other operations' instances.
+    /// That call, or the nonblocking one below, while it starts the
+    /// instances that carry it in their messages (`Envelope::sig`): not
+    /// while it waits, nor in progress made on the way, which may start
+    /// other operations' instances.
     signing: bool,
     /// The user's nonblocking collective call being started, until its
     /// request exists ([`Engine::adopt_call`]).

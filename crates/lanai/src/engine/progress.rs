@@ -262,6 +262,9 @@ impl Engine {
         // differently (the messages said so, or on this node, the calls
         // published)?
         self.fail_faulted()?;
+        self.fail_crossed_instances()?;
+        self.fail_crossed_transfers()?;
+        self.show_calls()?;
         self.check_call()
     }
 

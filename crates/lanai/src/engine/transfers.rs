@@ -29,13 +29,16 @@
 //! scatter and `MPI_IN_PLACE` (all or nothing for an all-to-all) are the
 //! same everywhere.
 
+use super::call_check::{self, Call};
 use super::coll::{coll_err, coll_status};
+use super::delivery::State;
 use super::error::{MpiError, MpiResult};
 use super::p2p::Ctx;
 use super::request::{Op, SendMode};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::Layout;
+use lanai_wire::envelope::Envelope;
 
 /// The smallest gather or scatter block sent as transfers. Below it the
 /// binomial tree's fewer messages at the root win (8 ranks on 8 emulated
@@ -79,7 +82,17 @@ pub struct Transfers {
     /// The request the program holds.
     req: usize,
     comm: usize,
+    /// The communicator's collective context, and the instance number
+    /// as a tag.
+    ctx: u32,
     tag: i32,
+    /// The user's call that started it (`call_check.rs`), if one did.
+    call: Option<Call>,
+    /// Why it fails at the next liveness check, and whether this rank
+    /// found it (then it tells the members).
+    fault: Option<(MpiError, bool)>,
+    /// Its call was shown to the members (`Engine::show_calls`).
+    shown: bool,
     /// The transfers' requests (eager sends complete at once and have
     /// none); `parts[..done]` are known complete.
     parts: Vec<usize>,
@@ -372,10 +385,16 @@ impl Engine {
             return Err(e);
         }
         let req = self.st.reqs.insert_on(Op::Coll, comm);
+        let ctx = self.comms.get(comm)?.coll_ctx();
+        let call = self.signing_call();
         self.st.transfers.push(Transfers {
             req,
             comm,
+            ctx,
             tag,
+            call,
+            fault: None,
+            shown: false,
             parts,
             done: 0,
             then: if after { sends } else { Vec::new() },
@@ -457,5 +476,110 @@ impl Engine {
             did = true;
         }
         Ok(did)
+    }
+}
+
+/// What a collective in flight as transfers shows the members
+/// (`Engine::show_calls`).
+pub(super) struct Show {
+    pub comm: usize,
+    pub ctx: u32,
+    pub seq: u32,
+    pub call: Call,
+}
+
+impl Transfers {
+    /// Its call, the first time it is asked, if a call started it.
+    pub(super) fn show(&mut self) -> Option<Show> {
+        let call = self.call.filter(|_| !self.shown)?;
+        self.shown = true;
+        Some(Show {
+            comm: self.comm,
+            ctx: self.ctx,
+            seq: self.tag as u32,
+            call,
+        })
+    }
+}
+
+impl Engine {
+    /// At a liveness check: fails each collective in flight as transfers
+    /// that a member's notice faulted, or for which a member's collective
+    /// message waits under its number, unstarted: every member takes the
+    /// transfers or none in a correct program, and where sizes disagree
+    /// neither side takes the other's messages. Where this rank found the
+    /// difference, it tells the members (`Kind::CollNotice`), so that
+    /// those waiting on its transfers fail too.
+    pub(super) fn fail_crossed_transfers(&mut self) -> MpiResult<()> {
+        let mut i = 0;
+        while i < self.st.transfers.len() {
+            let x = &mut self.st.transfers[i];
+            let fault = x.fault.take().or_else(|| {
+                let (from, sig) = self.st.colls.early_from(x.ctx, x.tag as u32)?;
+                Some((call_check::crossed_transfers(x.call, from, sig), true))
+            });
+            let Some((err, found_here)) = fault else {
+                i += 1;
+                continue;
+            };
+            let (comm, ctx, seq, call) = (x.comm, x.ctx, x.tag as u32, x.call);
+            self.st.fail_transfers(i, err);
+            if let (true, Some(call)) = (found_here, call) {
+                self.notify_failed(comm, ctx, seq, call)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl State {
+    /// A notice (`Kind::CollNotice`, its body `body` the sender's call)
+    /// about the collective numbered `env.tag`, if it runs here as
+    /// transfers: a
+    /// member found that the calls differ, or (`SHOWN`) shows its call,
+    /// which this rank compares with its own. Acted on at the next
+    /// liveness check.
+    pub fn transfers_notice(&mut self, env: &Envelope, body: &[u8]) {
+        let Some(x) = self
+            .transfers
+            .iter_mut()
+            .find(|x| x.ctx == env.ctx && x.tag == env.tag)
+        else {
+            return;
+        };
+        let theirs = Call::from_body(body);
+        if env.flags & super::coll_ref::SHOWN != 0 {
+            let (Some(mine), Some(theirs)) = (x.call, theirs) else {
+                return;
+            };
+            if let Some(e) = call_check::disagreement(&mine, &theirs, env.src) {
+                x.fault.get_or_insert((e, true));
+            }
+            return;
+        }
+        let err = call_check::noticed_disagreement(x.call, theirs, env.src);
+        x.fault.get_or_insert((err, false));
+    }
+
+    /// Ends collective `i` in flight as transfers with `err`, which its
+    /// wait raises: its receives not matched yet are withdrawn, so that
+    /// nothing lands in a buffer the program has taken back, and what
+    /// still runs is dropped when done.
+    fn fail_transfers(&mut self, i: usize, err: MpiError) {
+        let x = self.transfers.swap_remove(i);
+        for p in x.parts {
+            if self.matcher.cancel(p) {
+                self.reqs.remove(p);
+            } else if let Some(r) = self.reqs.get_mut(p) {
+                r.freed = true;
+            }
+        }
+        let status = crate::engine::request::Status {
+            error: err.class,
+            ..coll_status()
+        };
+        let cookie = self.reqs.cookie(x.req);
+        self.reqs.complete(x.req, status);
+        self.colls.keep_failure(cookie, err);
     }
 }

@@ -30,6 +30,9 @@ PROG = "coll_mismatch"
 # (ranks, nodes, root bytes, others' bytes)
 RETURNING = [
     (2, 1, 40, 100), (3, 1, 100, 40), (4, 1, 40, 100), (8, 1, 10, 56),
+    # The root's small part as messages, the others' large ones expected
+    # point to point: they find its messages under the call's number.
+    (2, 2, 40, 70000), (3, 3, 40, 70000), (4, 2, 40, 70000),
     (2, 2, 2000, 40), (3, 3, 40, 2000), (3, 2, 100, 40), (3, 3, 40, 100),
     (3, 1, 2000, 40), (4, 1, 40, 2000), (3, 1, 40, 70000),
     # A node leader fails at its own truncation; the member waiting on the
@@ -103,6 +106,18 @@ def exe():
 def test_mismatched_bcast_counts_truncate(exe, nranks, nodes, root_bytes, other_bytes):
     r = run_job(lanairun_argv(exe, nranks, nodes, [str(root_bytes), str(other_bytes)]), exe,
                 timeout_s=60)
+    assert_passed(r, PROG)
+    assert_clean(r)
+
+
+# Across nodes, a root whose part goes point to point (from 64 KiB) to
+# members whose small parts go as collective messages: the members find
+# its messages waiting under the call's number, and tell it, so the root
+# fails too instead of waiting forever; the communicator carries on.
+@pytest.mark.parametrize("nranks,nodes", [(2, 2), (3, 3), (4, 2)])
+def test_root_sending_point_to_point_fails_too(exe, nranks, nodes):
+    args = ["70000", "40", "bcast", "root-may-fail"]
+    r = run_job(lanairun_argv(exe, nranks, nodes, args), exe, timeout_s=60)
     assert_passed(r, PROG)
     assert_clean(r)
 

@@ -1209,12 +1209,16 @@ impl Engine {
 
     /// Waits for the collective request `req` and releases it.
     pub fn finish_coll(&mut self, req: usize) -> MpiResult<()> {
-        // What starts while this waits is not the call's own.
-        self.signing = false;
         if req == DONE {
             return Ok(());
         }
-        self.wait(req)?;
+        // What starts while this waits is not the call's own; what the
+        // call starts after an inner step (a communicator's first use of
+        // its node device agrees it first) is.
+        let signing = std::mem::replace(&mut self.signing, false);
+        let waited = self.wait(req);
+        self.signing = signing;
+        waited?;
         let status = self.st.reqs.get(req).map(|r| r.status);
         let cookie = self.st.reqs.cookie(req);
         self.st.reqs.remove(req);

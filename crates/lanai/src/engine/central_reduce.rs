@@ -195,7 +195,7 @@ impl Engine {
     pub(super) fn central_reduce(
         &mut self,
         comm: usize,
-        data: UserBuf,
+        data: &UserBuf,
         out: Option<UserBuf>,
         root: u32,
         op: impl MakeCombiner,
@@ -326,7 +326,7 @@ impl Engine {
                     Work::StagedCollect {
                         collect,
                         op,
-                        own: data,
+                        own: *data,
                         out,
                         shape,
                     }
@@ -367,19 +367,19 @@ impl Engine {
             }
             _ if staged => Work::StagedPost {
                 post,
-                data,
+                data: *data,
                 after,
                 staged: in_stage,
             },
             _ => match in_pieces {
                 Some(post) => Work::PostFor {
                     post,
-                    data: Source::User(data),
+                    data: Source::User(*data),
                     readers: Readers::One(root as usize),
                 },
                 None => Work::Post {
                     post,
-                    data: Source::User(data),
+                    data: Source::User(*data),
                 },
             },
         };

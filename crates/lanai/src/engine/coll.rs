@@ -1371,7 +1371,10 @@ impl Engine {
                 return Ok(req);
             }
         }
-        if let Some(req) = self.central_reduce(comm, data, out, root, op, blocking)? {
+        // By reference: the entry point stored `data` field by field, and
+        // a copy's wide load of it would wait for every store before it,
+        // the last call's slot fill among them (`docs/decisions.md`).
+        if let Some(req) = self.central_reduce(comm, &data, out, root, op, blocking)? {
             return Ok(req);
         }
         if let Some(req) = self.chunked_reduce(comm, data, out, root, op, blocking)? {

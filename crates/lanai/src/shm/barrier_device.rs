@@ -283,18 +283,31 @@ impl Channel<'_> {
     /// the slot, and polls only its next one.
     #[inline(always)]
     fn prefetch_fill(&self, i: usize, slot: usize) {
-        let at = self.mail_slot(i, slot);
-        if at < self.seg.len() {
-            // SAFETY: the address lies inside the mapping (checked), and a
-            // prefetch neither reads into the program, writes, nor faults;
-            // a processor without `prefetchw` runs it as a no-op.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
+        self.hint_line(self.mail_slot(i, slot), true);
+    }
+
+    /// Asks for the line at byte `at` of the segment, to read it or (with
+    /// `write`) to write it; nothing past the mapping.
+    #[inline(always)]
+    fn hint_line(&self, at: usize, write: bool) {
+        if at >= self.seg.len() {
+            return;
+        }
+        // SAFETY: the address lies inside the mapping (checked), and a
+        // prefetch neither reads into the program, writes, nor faults; a
+        // processor without `prefetchw` runs it as a no-op.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            let p = self.seg.base().add(at);
+            if write {
                 std::arch::asm!(
                     "prefetchw [{0}]",
-                    in(reg) self.seg.base().add(at),
+                    in(reg) p,
                     options(nostack, preserves_flags, readonly)
                 );
+            } else {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
             }
         }
     }
@@ -501,16 +514,7 @@ impl MailWires for Channel<'_> {
 
     #[inline(always)]
     fn prefetch(&self, i: usize, slot: usize) {
-        let at = self.mail_slot(i, slot);
-        if at < self.seg.len() {
-            // SAFETY: the address lies inside the mapping (checked), and a
-            // prefetch neither reads into the program nor faults.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.seg.base().add(at) as *const i8);
-            }
-        }
+        self.hint_line(self.mail_slot(i, slot), false);
     }
 }
 

@@ -16,12 +16,16 @@
 //! one whose call differs only in size notes it, and fails if the
 //! instance is still running at the next liveness check. Either way it
 //! tells every member of the instance, so that those waiting for it fail
-//! too (`Kind::CollNotice`, in `coll.rs`). An instance that differs only in
-//! size and ends anyway, with the machine's own error or none, ends as it
-//! did before. A blocking call
-//! that fails marks its published entry with its error class, so the
-//! members on its node that wait for it (on the device, where no message
-//! comes) fail at their next check with the same class.
+//! too (`Kind::CollNotice`, in `coll.rs`). An instance that differs only
+//! in size and ends anyway, with the machine's own error or none, ends as
+//! it did before. A member that has waited a second shows its call to the
+//! others, for the members no message of which reaches it; and one that
+//! sends point to point (transfers) finds a member whose size went as
+//! collective messages by the messages waiting under its number, and the
+//! reverse. A blocking call that fails marks its published entry with its
+//! error class, so the members on its node that wait for it (on the
+//! device, where no message comes) fail at their next check with the same
+//! class.
 //!
 //! Only the calls the user makes are numbered, at the ABI, before any
 //! path is picked: an internal operation taken on some ranks only would
@@ -274,9 +278,7 @@ pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
 /// goes as collective messages and member `them`'s as `len` bytes point
 /// to point (`transfers.rs`).
 pub fn crossed_paths(mine: Option<Call>, them: u32, len: u64) -> MpiError {
-    let this = mine.map_or(String::new(), |m| {
-        format!(" ({} bytes in {})", m.bytes, m.name())
-    });
+    let this = own_size(mine);
     MpiError::new(
         c::MPI_ERR_TRUNCATE,
         format!(
@@ -293,9 +295,7 @@ pub fn crossed_transfers(mine: Option<Call>, them: u32, sig: u16) -> MpiError {
     if let Some(m) = mine.filter(|m| sig != 0 && sig != m.sig()) {
         return sig_disagreement(&m, sig, them);
     }
-    let this = mine.map_or(String::new(), |m| {
-        format!(" ({} bytes in {})", m.bytes, m.name())
-    });
+    let this = own_size(mine);
     MpiError::new(
         c::MPI_ERR_TRUNCATE,
         format!(
@@ -303,6 +303,13 @@ pub fn crossed_transfers(mine: Option<Call>, them: u32, sig: u16) -> MpiError {
              where this rank's size{this} sends its part point to point"
         ),
     )
+}
+
+/// " (N bytes in MPI_X)" for this rank's call, if it is known.
+fn own_size(mine: Option<Call>) -> String {
+    mine.map_or(String::new(), |m| {
+        format!(" ({} bytes in {})", m.bytes, m.name())
+    })
 }
 
 /// Why this rank's collective fails when member `them` said the members'

@@ -1033,10 +1033,10 @@ impl Engine {
     /// Ends active instance `i` for fault `f`: its request completes with
     /// the error, which its blocking call reads ([`Colls::take_failure`]).
     /// When this rank found the difference itself, it tells every other
-    /// member (a notice with its call, `Kind::CollNotice`), so that those waiting
-    /// for this instance, or for the member that sent what did not fit,
-    /// fail too instead of waiting forever. The instance's late messages
-    /// are kept as early ones, for an instance that never starts.
+    /// member (a notice with its call, `Kind::CollNotice`), so that those
+    /// waiting for this instance, or for the member that sent what did not
+    /// fit, fail too instead of waiting forever. The instance's late
+    /// messages are kept as early ones, for an instance that never starts.
     fn fail_instance(&mut self, i: usize, f: Fault) -> MpiResult<()> {
         let inst = self.st.colls.remove_active(i);
         let err = match (f, inst.call) {
@@ -1119,40 +1119,38 @@ impl Engine {
         Ok(())
     }
 
-    /// At a liveness check (this rank has waited a second): shows the call
-    /// of each signed instance still running to the other members, once,
-    /// so that members whose calls differ find out even where no message
-    /// of one reaches the other (a broadcast's leaves waiting for a root
-    /// that waits in an allreduce for them). Member 0 shows its call to
-    /// every member and the others to member 0: each member compares with
-    /// member 0, which compares with each, in 2n messages in all.
     /// At a liveness check: fails each instance still running for which
     /// a member's part waits point to point in the collective context
     /// (`transfers.rs`), under the instance's number. Every member takes
     /// the transfers or none in a correct program; where sizes disagree,
     /// one side's messages wait for an instance the other never starts.
     pub(super) fn fail_crossed_instances(&mut self) -> MpiResult<()> {
-        let crossed = self.st.colls.active.iter().position(|inst| {
-            self.st
-                .matcher
-                .coll_unexpected_any(inst.ctx, (inst.seq & 0x7fff_ffff) as i32)
-                .is_some()
-        });
-        let Some(i) = crossed else {
-            return Ok(());
-        };
-        let inst = &self.st.colls.active[i];
-        let tag = (inst.seq & 0x7fff_ffff) as i32;
-        let Some(u) = self.st.matcher.coll_unexpected_any(inst.ctx, tag) else {
-            return Ok(());
-        };
-        let f = Fault::Crossed {
-            from: u.env.src,
-            len: u.env.len,
-        };
-        self.fail_instance(i, f)
+        let matcher = &self.st.matcher;
+        let crossed = self
+            .st
+            .colls
+            .active
+            .iter()
+            .enumerate()
+            .find_map(|(i, inst)| {
+                // The tag transfers take from the number (`transfers.rs`).
+                let u = matcher.coll_unexpected_any(inst.ctx, (inst.seq & 0x7fff_ffff) as i32)?;
+                Some((i, u.env.src, u.env.len))
+            });
+        match crossed {
+            Some((i, from, len)) => self.fail_instance(i, Fault::Crossed { from, len }),
+            None => Ok(()),
+        }
     }
 
+    /// At a liveness check (this rank has waited a second): shows the call
+    /// of each signed instance or transfer collective still running to the
+    /// other members, once, so that members whose calls differ find out
+    /// even where no message of one reaches the other (a broadcast's
+    /// leaves waiting for a root that waits in an allreduce for them).
+    /// Member 0 shows its call to every member and the others to member 0:
+    /// each member compares with member 0, which compares with each, in 2n
+    /// messages in all.
     pub(super) fn show_calls(&mut self) -> MpiResult<()> {
         let mut shows = Vec::new();
         for inst in &mut self.st.colls.active {

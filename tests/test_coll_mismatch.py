@@ -18,7 +18,8 @@ second shows its call to the others, and a collective that one member
 sends point to point (transfers) and another as collective messages is
 found by the other's messages waiting under its number; each of these
 fails the collective everywhere (docs/decisions.md, "Collectives whose
-ranks disagree on the count")."""
+ranks disagree on the count"). A correct program with one rank late by
+more than a second fails nothing (coll_late.c)."""
 
 import re
 
@@ -140,4 +141,15 @@ def ends_with_error(exe, what, nranks, nodes, root_bytes, other_bytes, says):
     assert r.returncode != 0, "the job succeeded\n" + r.tail()
     assert r.wall_s < 20, f"the job took {r.wall_s:.1f} s to end\n" + r.tail()
     assert re.search(says, r.output), f"no '{says}' in the output\n" + r.tail()
+    assert_clean(r)
+
+
+# Correct collectives with one rank late by 1.5 s: the checks that fire
+# after a second of waiting (shown calls, messages under the call's
+# number) find nothing, on the message, transfer and nonblocking paths.
+@pytest.mark.parametrize("nranks,nodes,nbytes", [(3, 3, 8), (4, 2, 2000), (3, 3, 70000)])
+def test_late_rank_fails_nothing(nranks, nodes, nbytes):
+    exe = build_programs(["coll_late"], "lanai")["coll_late"]
+    r = run_job(lanairun_argv(exe, nranks, nodes, [str(nbytes)]), exe, timeout_s=60)
+    assert_passed(r, "coll_late")
     assert_clean(r)

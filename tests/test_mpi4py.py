@@ -100,3 +100,31 @@ def test_mpi4py_bench_at_four_ranks(venv_python, bench, monkeypatch):
     else:
         assert re.search(r"time for 50 loops = \S+ seconds \(4 processes, 1024 bytes\)", r.output), r.tail()
     assert_clean(r)
+
+
+ERROR_SCRIPT = """
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+try:
+    c.Send(bytearray(4), dest=c.size, tag=0)
+    print("no exception")
+except MPI.Exception as e:
+    print(f"class={e.Get_error_class()} want={MPI.ERR_RANK} code={e.Get_error_code()} text={e}")
+"""
+
+
+def test_mpi4py_exception_says_what_failed(venv_python, tmp_path, monkeypatch):
+    """A failed call raises MPI.Exception with the right class, and its text
+    names the function and the cause, not just the class."""
+    monkeypatch.delenv("MPI4PY_MPIABI", raising=False)
+    script = tmp_path / "bad_rank.py"
+    script.write_text(ERROR_SCRIPT)
+    argv = lanairun_argv(venv_python, 2, 1, [str(script)])
+    r = run_job(argv, venv_python, lib_env())
+    assert r.returncode == 0, r.tail()
+    lines = re.findall(r"^class=(\d+) want=(\d+) code=(\d+) text=(.*)$", r.output, re.M)
+    assert len(lines) == 2, r.tail()
+    for cls, want, code, text in lines:
+        assert cls == want and code != cls, r.tail()
+        assert re.search(r"MPI_Send(_c)?: invalid rank 2 \(communicator size 2\)", text), r.tail()
+    assert_clean(r)

@@ -18,6 +18,30 @@ static void expect_class(int rc, int want, const char *what)
     CHECK(cls == want, "%s: error class %d (%s), want %d", what, cls, msg, want);
     CHECK(len > 0 && len < MPI_MAX_ERROR_STRING && (int)strlen(msg) == len,
           "%s: Error_string length %d", what, len);
+    /* A returned code says which call failed, not just its class. */
+    CHECK(strstr(msg, "MPI_") != NULL, "%s: Error_string names no MPI function: \"%s\"", what,
+          msg);
+}
+
+/* The returned code's text names the function and the cause; its class is
+ * still the class, and the class's own text is unchanged. */
+static void code_texts(void)
+{
+    int buf = 0, cls = -1, len = 0;
+    char msg[MPI_MAX_ERROR_STRING], ctext[MPI_MAX_ERROR_STRING];
+    int rc = MPI_Send(&buf, 1, MPI_INT, lt_size, 0, MPI_COMM_WORLD);
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_RANK, "class of the bad-rank code: %d", cls);
+    MPI_OK(MPI_Error_string(rc, msg, &len));
+    CHECK(strstr(msg, "MPI_Send") && (strstr(msg, "rank") || strstr(msg, "Rank")),
+          "bad-rank code's text: \"%s\"", msg);
+    MPI_OK(MPI_Error_string(MPI_ERR_RANK, ctext, &len));
+    CHECK(strstr(ctext, "rank") || strstr(ctext, "Rank"), "MPI_ERR_RANK's text: \"%s\"", ctext);
+    /* Many failures later the code still has its class. */
+    for (int i = 0; i < 1000; i++)
+        (void)MPI_Send(&buf, -1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_RANK, "class of an old code: %d", cls);
 }
 
 static void argument_errors(void)
@@ -371,6 +395,7 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
     CHECK(eh == MPI_ERRORS_RETURN, "errhandler not ERRORS_RETURN after set");
     argument_errors();
+    code_texts();
     truncation();
     collective_truncation();
     request_handlers();

@@ -332,10 +332,7 @@ pub fn last_used_code() -> c_int {
 
 /// The class of `code`, or `None` if it is not a valid error code.
 pub fn class_of(code: c_int) -> Option<c_int> {
-    if errors::is_valid(code) {
-        return Some(code);
-    }
-    table().added_class.get(&code).copied()
+    errors::predefined_class_of(code).or_else(|| table().added_class.get(&code).copied())
 }
 
 /// The text `MPI_Error_string` gives for `code`.
@@ -348,7 +345,7 @@ pub fn error_string(code: c_int) -> String {
         // The standard: no string set gives an empty one.
         return String::new();
     }
-    errors::class_string(code).to_string()
+    errors::code_string(code)
 }
 
 fn add(class: Option<c_int>, out: *mut c_int, what: &str) -> MpiResult<()> {
@@ -373,7 +370,7 @@ mpi_fn! { MPI_Add_error_class / PMPI_Add_error_class (errorclass: *mut c_int) ->
 
 mpi_fn! { MPI_Add_error_code / PMPI_Add_error_code (errorclass: c_int, errorcode: *mut c_int) -> c_int {
     let r = (|| {
-        let ok = errors::is_valid(errorclass)
+        let ok = errors::is_class(errorclass)
             || table().added_class.get(&errorclass) == Some(&errorclass);
         if !ok {
             return Err(MpiError::new(c::MPI_ERR_ARG, format!("invalid error class {errorclass}")));

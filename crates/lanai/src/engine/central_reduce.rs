@@ -736,7 +736,8 @@ fn read_post(read: &mut ReadPieces, w: &Channel<'_>, out: &UserBuf, tmp: &mut Ve
         Err(e) => Outcome::Failed(MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(
-                "piece {} of the root's post holds {} bytes, this rank expects {}",
+                "the ranks' counts or datatypes disagree: piece {} of the root's post holds {} \
+                 bytes where this rank expects {}",
                 e.piece,
                 lanai_coll::mailbox::shown(e.got),
                 lanai_coll::mailbox::shown(e.want)
@@ -922,7 +923,10 @@ fn fold_staged(
             want: len,
         });
     let res = match bad {
-        Some(e) => Err(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
+        Some(e) => Err(MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!("the ranks' counts or datatypes disagree: {e}"),
+        )),
         None => {
             // With MPI_IN_PLACE the root's part is `out` itself, which the
             // fold writes before it is done reading the parts.
@@ -971,7 +975,10 @@ fn fold_parts(
 fn poll_collect(collect: &mut Collect, w: &Channel<'_>, wires: &[usize]) -> Outcome {
     let before = collect.missing();
     match collect.poll(w, wires) {
-        Err(e) => Outcome::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string())),
+        Err(e) => Outcome::Failed(MpiError::new(
+            c::MPI_ERR_TRUNCATE,
+            format!("the ranks' counts or datatypes disagree: {e}"),
+        )),
         Ok(true) => Outcome::Collected,
         Ok(false) if collect.missing() < before => Outcome::Took,
         Ok(false) => Outcome::Waiting,

@@ -111,7 +111,10 @@ impl StagedOp {
             Progress::Done => Poll::Done,
             Progress::Failed(StagedError::Fold(e)) => Poll::Failed(e),
             Progress::Failed(e @ StagedError::LengthMismatch { .. }) => {
-                Poll::Failed(MpiError::new(c::MPI_ERR_TRUNCATE, e.to_string()))
+                Poll::Failed(MpiError::new(
+                    c::MPI_ERR_TRUNCATE,
+                    format!("the ranks' counts or datatypes disagree: {e}"),
+                ))
             }
         }
     }

@@ -77,6 +77,17 @@ FATAL = [
     # waiting a second compares its pending nonblocking calls with the
     # node's published ones.
     ("ikind", 3, 8, 8, "called MPI_I(bcast|allreduce) where this rank called MPI_I(allreduce|bcast)"),
+    # The v forms and the scans are numbered too. Only a gatherv's or
+    # scatterv's root knows every member's block, and checks each member's
+    # published one against its counts.
+    ("gatherv", 3, 2000, 8, "rank [12] passed 8 bytes to this MPI_Gatherv where the root's counts give it 2000"),
+    ("gatherv", 3, 8, 70000, "counts or datatypes disagree"),
+    ("scatterv", 3, 70000, 8, "counts or datatypes disagree"),
+    ("allgatherv", 3, 8, 70000, "counts or datatypes disagree"),
+    ("vkind", 3, 8, 8, "called MPI_(Bcast|Gatherv) where this rank called MPI_(Gatherv|Bcast)"),
+    ("scankind", 3, 8, 8, "called MPI_(Scan|Exscan) where this rank called MPI_(Exscan|Scan)"),
+    ("rskind", 3, 8, 8,
+     "called MPI_(Allreduce|Reduce_scatter_block) where this rank called MPI_(Reduce_scatter_block|Allreduce)"),
 ]
 
 
@@ -95,6 +106,11 @@ FATAL_NODES = [
     ("igather", 2, 2, 40, 70000, "MPI_Wait: the ranks' counts or datatypes disagree"),
     ("igather", 3, 3, 70000, 40, "MPI_Wait: the ranks' counts or datatypes disagree"),
     ("ibcast", 4, 2, 40, 70000, "MPI_Wait: the ranks' counts or datatypes disagree"),
+    ("vkind", 3, 3, 8, 8, "called MPI_(Bcast|Gatherv) where this rank called MPI_(Gatherv|Bcast)"),
+    ("scankind", 2, 2, 8, 8, "called MPI_(Scan|Exscan) where this rank called MPI_(Exscan|Scan)"),
+    ("rskind", 3, 3, 8, 8, "called MPI_(Allreduce|Reduce_scatter_block) where"),
+    ("gatherv", 4, 2, 8, 70000, "counts or datatypes disagree"),
+    ("scatterv", 4, 2, 2000, 8, "counts or datatypes disagree"),
 ]
 
 
@@ -146,8 +162,10 @@ def ends_with_error(exe, what, nranks, nodes, root_bytes, other_bytes, says):
 
 # Correct collectives with one rank late by 1.5 s: the checks that fire
 # after a second of waiting (shown calls, messages under the call's
-# number) find nothing, on the message, transfer and nonblocking paths.
-@pytest.mark.parametrize("nranks,nodes,nbytes", [(3, 3, 8), (4, 2, 2000), (3, 3, 70000)])
+# number, the published calls on a node, a gatherv's root checking each
+# member's block) find nothing, on the message, transfer and nonblocking
+# paths, with v-form blocks that differ by rank.
+@pytest.mark.parametrize("nranks,nodes,nbytes", [(3, 3, 8), (4, 2, 2000), (3, 3, 70000), (3, 1, 40)])
 def test_late_rank_fails_nothing(nranks, nodes, nbytes):
     exe = build_programs(["coll_late"], "lanai")["coll_late"]
     r = run_job(lanairun_argv(exe, nranks, nodes, [str(nbytes)]), exe, timeout_s=60)

@@ -7,7 +7,10 @@
  * MPI_BOR on bytes; root: a bcast where the others name root 1; kind:
  * rank 0 calls MPI_Allreduce where the others call MPI_Bcast; iallreduce,
  * ibcast, igather, iscan and ikind: the same nonblocking, completed by
- * MPI_Wait).
+ * MPI_Wait; gatherv, scatterv and allgatherv with every count the rank's
+ * own size; vkind: rank 0 calls MPI_Gatherv where the others call
+ * MPI_Bcast; scankind: MPI_Exscan against MPI_Scan; rskind:
+ * MPI_Reduce_scatter_block against MPI_Allreduce).
  *
  * By default errors return: each non-root of a bcast gets MPI_ERR_TRUNCATE
  * with a message saying the counts disagree, the root succeeds, nothing is
@@ -77,7 +80,46 @@ static void fatal(const char *what, int mine)
         MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
     else if (!strcmp(what, "scan"))
         MPI_Scan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-    else if (what[0] == 'i') {
+    else if (!strcmp(what, "gatherv") || !strcmp(what, "scatterv") ||
+             !strcmp(what, "allgatherv")) {
+        /* Counts as every rank's own size: the root's differ from the
+         * others' parts. */
+        int *cnt = malloc(sizeof(int) * lt_size), *dsp = malloc(sizeof(int) * lt_size);
+        for (int k = 0; k < lt_size; k++) {
+            cnt[k] = mine;
+            dsp[k] = k * mine;
+        }
+        if (what[0] == 'g')
+            MPI_Gatherv(a, mine, MPI_BYTE, b, cnt, dsp, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else if (what[0] == 's')
+            MPI_Scatterv(a, cnt, dsp, MPI_BYTE, b, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else
+            MPI_Allgatherv(a, mine, MPI_BYTE, b, cnt, dsp, MPI_BYTE, MPI_COMM_WORLD);
+        free(cnt);
+        free(dsp);
+    } else if (!strcmp(what, "vkind")) {
+        int *cnt = malloc(sizeof(int) * lt_size), *dsp = malloc(sizeof(int) * lt_size);
+        for (int k = 0; k < lt_size; k++) {
+            cnt[k] = mine;
+            dsp[k] = k * mine;
+        }
+        if (lt_rank == 0)
+            MPI_Gatherv(a, mine, MPI_BYTE, b, cnt, dsp, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else
+            MPI_Bcast(a, mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+        free(cnt);
+        free(dsp);
+    } else if (!strcmp(what, "scankind")) {
+        if (lt_rank == 0)
+            MPI_Exscan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+        else
+            MPI_Scan(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    } else if (!strcmp(what, "rskind")) {
+        if (lt_rank == 0)
+            MPI_Reduce_scatter_block(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(a, b, mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    } else if (what[0] == 'i') {
         /* Nonblocking: the failure reaches MPI_Wait, with its message.
          * The barrier agrees the node's device first, as a program's
          * earlier blocking collectives would. */

@@ -37,7 +37,7 @@ use super::Engine;
 use crate::abi::consts as c;
 use crate::shm::ring::CALL_WORDS;
 
-/// The blocking collectives that are checked.
+/// The collectives that are checked, blocking and nonblocking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum CallKind {
@@ -49,10 +49,19 @@ pub enum CallKind {
     Scatter,
     Allgather,
     Alltoall,
+    Gatherv,
+    Scatterv,
+    Allgatherv,
+    Alltoallv,
+    Alltoallw,
+    Scan,
+    Exscan,
+    ReduceScatter,
+    ReduceScatterBlock,
 }
 
 impl CallKind {
-    const ALL: [CallKind; 8] = [
+    const ALL: [CallKind; 17] = [
         CallKind::Barrier,
         CallKind::Bcast,
         CallKind::Reduce,
@@ -61,32 +70,39 @@ impl CallKind {
         CallKind::Scatter,
         CallKind::Allgather,
         CallKind::Alltoall,
+        CallKind::Gatherv,
+        CallKind::Scatterv,
+        CallKind::Allgatherv,
+        CallKind::Alltoallv,
+        CallKind::Alltoallw,
+        CallKind::Scan,
+        CallKind::Exscan,
+        CallKind::ReduceScatter,
+        CallKind::ReduceScatterBlock,
     ];
 
-    fn name(self) -> &'static str {
+    /// The blocking and the nonblocking form's names.
+    fn names(self) -> [&'static str; 2] {
         match self {
-            CallKind::Barrier => "MPI_Barrier",
-            CallKind::Bcast => "MPI_Bcast",
-            CallKind::Reduce => "MPI_Reduce",
-            CallKind::Allreduce => "MPI_Allreduce",
-            CallKind::Gather => "MPI_Gather",
-            CallKind::Scatter => "MPI_Scatter",
-            CallKind::Allgather => "MPI_Allgather",
-            CallKind::Alltoall => "MPI_Alltoall",
-        }
-    }
-
-    /// The nonblocking form's name.
-    fn nonblocking_name(self) -> &'static str {
-        match self {
-            CallKind::Barrier => "MPI_Ibarrier",
-            CallKind::Bcast => "MPI_Ibcast",
-            CallKind::Reduce => "MPI_Ireduce",
-            CallKind::Allreduce => "MPI_Iallreduce",
-            CallKind::Gather => "MPI_Igather",
-            CallKind::Scatter => "MPI_Iscatter",
-            CallKind::Allgather => "MPI_Iallgather",
-            CallKind::Alltoall => "MPI_Ialltoall",
+            CallKind::Barrier => ["MPI_Barrier", "MPI_Ibarrier"],
+            CallKind::Bcast => ["MPI_Bcast", "MPI_Ibcast"],
+            CallKind::Reduce => ["MPI_Reduce", "MPI_Ireduce"],
+            CallKind::Allreduce => ["MPI_Allreduce", "MPI_Iallreduce"],
+            CallKind::Gather => ["MPI_Gather", "MPI_Igather"],
+            CallKind::Scatter => ["MPI_Scatter", "MPI_Iscatter"],
+            CallKind::Allgather => ["MPI_Allgather", "MPI_Iallgather"],
+            CallKind::Alltoall => ["MPI_Alltoall", "MPI_Ialltoall"],
+            CallKind::Gatherv => ["MPI_Gatherv", "MPI_Igatherv"],
+            CallKind::Scatterv => ["MPI_Scatterv", "MPI_Iscatterv"],
+            CallKind::Allgatherv => ["MPI_Allgatherv", "MPI_Iallgatherv"],
+            CallKind::Alltoallv => ["MPI_Alltoallv", "MPI_Ialltoallv"],
+            CallKind::Alltoallw => ["MPI_Alltoallw", "MPI_Ialltoallw"],
+            CallKind::Scan => ["MPI_Scan", "MPI_Iscan"],
+            CallKind::Exscan => ["MPI_Exscan", "MPI_Iexscan"],
+            CallKind::ReduceScatter => ["MPI_Reduce_scatter", "MPI_Ireduce_scatter"],
+            CallKind::ReduceScatterBlock => {
+                ["MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block"]
+            }
         }
     }
 
@@ -94,6 +110,11 @@ impl CallKind {
         Self::ALL.into_iter().find(|k| *k as u8 == b)
     }
 }
+
+/// The size of a call whose members may pass different sizes (the v and
+/// w forms, where only the root, or nobody, knows every block): never
+/// compared.
+pub const ANY_SIZE: usize = usize::MAX;
 
 /// What one member passed to a collective: its root (if it has one) and
 /// the bytes of the block it sends or receives, which every member must
@@ -108,6 +129,11 @@ pub struct Call {
 }
 
 const NO_ROOT: u32 = u32::MAX;
+/// Where a `sig` keeps the function and the root, and the size's bits.
+const KIND_SHIFT: u32 = 10;
+const ROOT_SHIFT: u32 = 7;
+const ROOT_MASK: u16 = 0x7;
+const SIZE_MASK: u16 = 0x7f;
 /// The bit of a published kind's byte that marks the nonblocking form.
 const NONBLOCKING: u8 = 0x80;
 /// Nonblocking calls kept for the checks; older ones go unchecked.
@@ -135,25 +161,25 @@ impl Call {
     }
 
     /// The call folded into an envelope's `sig`, never 0: the form (1
-    /// bit), the function (3 bits), the root's low 4 bits and 8 bits of
-    /// the size. Two calls that differ fold alike only when their sizes
-    /// collide in those 8 bits; the check then misses, as it did before it
-    /// existed.
+    /// bit), the function (5 bits), the root's low 3 bits and 7 bits of
+    /// the size. Two calls that differ fold alike only when their roots
+    /// or sizes collide in those bits; the check then misses, as it did
+    /// before it existed.
     pub fn sig(&self) -> u16 {
         let form = u16::from(self.nonblocking) << 15;
-        let kind = (self.kind as u16 - 1) << 12;
-        let root = self.root.map_or(0xf, |r| r & 0xf) as u16;
-        let size = (self.bytes.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u16;
+        let kind = (self.kind as u16 - 1) << KIND_SHIFT;
+        let root = self.root.map_or(ROOT_MASK, |r| r as u16 & ROOT_MASK);
+        let size = (self.folded_bytes().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u16;
         // 0 would be a blocking barrier with root 0: barriers have none.
-        (form | kind | (root << 8) | size).max(1)
+        (form | kind | (root << ROOT_SHIFT) | size).max(1)
     }
 
     /// Whether a member whose call folds to `sig` surely made another
     /// call than this one: another function, form or root. Sizes fold
-    /// into 8 bits, and a path may still end well where only they differ
+    /// into 7 bits, and a path may still end well where only they differ
     /// (a broadcast's root that sends less than the others expect).
     pub fn differs_beyond_size(&self, sig: u16) -> bool {
-        sig != 0 && (sig ^ self.sig()) & 0xff00 != 0
+        sig != 0 && (sig ^ self.sig()) & !SIZE_MASK != 0
     }
 
     /// Two words for a notice (`Kind::CollNotice`).
@@ -190,11 +216,45 @@ impl Call {
 
     /// The function's name, for messages.
     pub fn name(&self) -> &'static str {
-        match self.nonblocking {
-            true => self.kind.nonblocking_name(),
-            false => self.kind.name(),
+        self.kind.names()[usize::from(self.nonblocking)]
+    }
+
+    /// Whether the members must pass the same size: not a v or w form,
+    /// whose members' blocks may differ (a gatherv's root checks each
+    /// member's against its counts, [`RootBlocks`]).
+    fn sized(&self) -> bool {
+        let v = matches!(
+            self.kind,
+            CallKind::Gatherv | CallKind::Scatterv | CallKind::Alltoallv | CallKind::Alltoallw
+        );
+        !v && self.bytes != ANY_SIZE as u64
+    }
+
+    /// The size a `sig` folds: none where sizes may differ.
+    fn folded_bytes(&self) -> u64 {
+        match self.sized() {
+            true => self.bytes,
+            false => ANY_SIZE as u64,
         }
     }
+}
+
+/// A call's number on its communicator (by context id).
+#[derive(Debug, Clone, Copy)]
+pub struct CallId {
+    ctx: u32,
+    n: u32,
+}
+
+/// The bytes of each member's block at the root of a gatherv or scatterv,
+/// by communicator rank, for its call numbered `n` on context `ctx`: each
+/// member publishes its own block's bytes, and only the root can check
+/// them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RootBlocks {
+    ctx: u32,
+    n: u32,
+    bytes: Vec<usize>,
 }
 
 /// A call, numbered on its communicator (identified by its context id).
@@ -238,7 +298,7 @@ impl Signed {
 
 /// How a member's call, known only by its `sig`, differs from `mine`.
 pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
-    let theirs = CallKind::from_u8(((sig >> 12) & 0x7) as u8 + 1).map(|kind| Call {
+    let theirs = CallKind::from_u8(((sig >> KIND_SHIFT) & 0x1f) as u8 + 1).map(|kind| Call {
         kind,
         nonblocking: sig & 0x8000 != 0,
         ..*mine
@@ -254,7 +314,7 @@ pub fn sig_disagreement(mine: &Call, sig: u16, them: u32) -> MpiError {
             ),
         );
     }
-    if u32::from((sig >> 8) & 0xf) != mine.root.map_or(0xf, |r| r & 0xf) {
+    if (sig >> ROOT_SHIFT) & ROOT_MASK != mine.root.map_or(ROOT_MASK, |r| r as u16 & ROOT_MASK) {
         return MpiError::new(
             c::MPI_ERR_ROOT,
             format!(
@@ -307,9 +367,11 @@ pub fn crossed_transfers(mine: Option<Call>, them: u32, sig: u16) -> MpiError {
 
 /// " (N bytes in MPI_X)" for this rank's call, if it is known.
 fn own_size(mine: Option<Call>) -> String {
-    mine.map_or(String::new(), |m| {
-        format!(" ({} bytes in {})", m.bytes, m.name())
-    })
+    match mine {
+        Some(m) if m.sized() => format!(" ({} bytes in {})", m.bytes, m.name()),
+        Some(m) => format!(" (in {})", m.name()),
+        None => String::new(),
+    }
 }
 
 /// Why this rank's collective fails when member `them` said the members'
@@ -326,6 +388,28 @@ pub fn noticed_disagreement(mine: Option<Call>, theirs: Option<Call>, them: u32)
                 ),
             )
         })
+}
+
+impl RootBlocks {
+    /// How member `them`'s call `theirs` differs from what this root's
+    /// counts give it, if this is the root's record of that call.
+    fn disagreement(&self, theirs: &Signed, them: u32) -> Option<MpiError> {
+        if (theirs.ctx, theirs.n) != (self.ctx, self.n) || self.bytes.is_empty() {
+            return None;
+        }
+        let want = *self.bytes.get(them as usize)? as u64;
+        let got = theirs.call.bytes;
+        (got != want && got != ANY_SIZE as u64).then(|| {
+            MpiError::new(
+                c::MPI_ERR_TRUNCATE,
+                format!(
+                    "the ranks' counts or datatypes disagree: rank {them} passed {got} bytes \
+                     to this {} where the root's counts give it {want}",
+                    theirs.call.name()
+                ),
+            )
+        })
+    }
 }
 
 /// How `theirs` (communicator rank `them`) differs from `mine`, if it does.
@@ -352,7 +436,7 @@ pub fn disagreement(mine: &Call, theirs: &Call, them: u32) -> Option<MpiError> {
             ),
         ));
     }
-    if mine.bytes != theirs.bytes {
+    if mine.bytes != theirs.bytes && mine.sized() && theirs.sized() {
         return Some(MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(
@@ -371,6 +455,7 @@ impl Engine {
     /// (see [`Call`]). A blocking call's instances carry it in their
     /// messages ([`Call::sig`]) until it waits ([`Engine::finish_coll`]);
     /// a nonblocking one is kept with its request ([`Engine::adopt_call`]).
+    /// Returns the call's number on its communicator.
     #[inline(always)]
     pub fn enter_call(
         &mut self,
@@ -379,7 +464,7 @@ impl Engine {
         kind: CallKind,
         root: Option<u32>,
         bytes: usize,
-    ) -> MpiResult<()> {
+    ) -> MpiResult<CallId> {
         let call = Call {
             kind,
             root,
@@ -400,13 +485,28 @@ impl Engine {
             self.calls_published += 1;
         }
         self.signing = true;
+        let id = CallId { ctx: signed.ctx, n };
         if !blocking {
             self.nb_call = Some((comm, signed));
-            return Ok(());
+            return Ok(id);
         }
         self.nb_call = None;
         self.in_call = Some((comm, signed));
-        Ok(())
+        Ok(id)
+    }
+
+    /// The call just entered, `id` ([`Engine::enter_call`]), is a gatherv's
+    /// or scatterv's at its root, with `bytes` the block of each member:
+    /// the check compares each member's own with it.
+    pub fn expect_blocks(&mut self, id: CallId, bytes: &[usize]) {
+        // The vector is kept from call to call: no allocation per call,
+        // and a plain loop, cheaper than a copy call for a few members.
+        let b = &mut self.root_blocks;
+        (b.ctx, b.n) = (id.ctx, id.n);
+        b.bytes.clear();
+        for &n in bytes {
+            b.bytes.push(n);
+        }
     }
 
     /// The nonblocking call just entered started as request `req`: it is
@@ -526,6 +626,9 @@ impl Engine {
                 if let Some(e) = disagreement(&mine.call, &t.call, r) {
                     return Err(e);
                 }
+                if let Some(e) = self.root_blocks.disagreement(&t, r) {
+                    return Err(e);
+                }
                 if let Some(class) = t.failed {
                     let class = i32::from(class);
                     let why = if class == c::MPI_ERR_TRUNCATE {
@@ -573,8 +676,9 @@ mod tests {
         for kind in CallKind::ALL {
             let c = icall(kind, Some(3), 40);
             assert_eq!(Call::from_words(c.words()), Some(c));
-            let blocking = kind.name()["MPI_".len()..].to_lowercase();
+            let blocking = kind.names()[0]["MPI_".len()..].to_lowercase();
             assert_eq!(c.name(), format!("MPI_I{blocking}"));
+            assert_eq!(CallKind::from_u8(kind as u8), Some(kind));
         }
         let ibcast = icall(CallKind::Bcast, Some(0), 8);
         assert!(disagreement(&ibcast, &ibcast, 1).is_none());
@@ -596,6 +700,41 @@ mod tests {
         );
         let e = disagreement(&ibcast, &icall(CallKind::Bcast, Some(0), 2000), 1).unwrap();
         assert_eq!(e.class, c::MPI_ERR_TRUNCATE);
+    }
+
+    #[test]
+    fn every_function_form_and_root_folds_apart() {
+        let mut seen = std::collections::HashMap::new();
+        for kind in CallKind::ALL {
+            for nonblocking in [false, true] {
+                for root in [None, Some(0), Some(1), Some(6)] {
+                    let c = Call {
+                        nonblocking,
+                        ..call(kind, root, 8)
+                    };
+                    let beyond = c.sig() & !SIZE_MASK;
+                    assert!(
+                        seen.insert(beyond, c).is_none(),
+                        "{c:?} folds as another call"
+                    );
+                    let e = sig_disagreement(&call(CallKind::Barrier, None, 0), c.sig(), 1);
+                    if (kind, nonblocking) != (CallKind::Barrier, false) {
+                        assert!(e.msg.contains(c.name()), "{}", e.msg);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_of_v_forms_are_not_compared() {
+        let any = ANY_SIZE as u64;
+        let v = call(CallKind::Gatherv, Some(0), any);
+        assert!(disagreement(&v, &v, 1).is_none());
+        let e = disagreement(&v, &call(CallKind::Gatherv, Some(1), any), 1).unwrap();
+        assert_eq!(e.class, c::MPI_ERR_ROOT);
+        assert!(!v.differs_beyond_size(v.sig()));
+        assert!(v.differs_beyond_size(call(CallKind::Gather, Some(0), 8).sig()));
     }
 
     #[test]

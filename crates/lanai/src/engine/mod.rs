@@ -111,6 +111,9 @@ pub struct Engine {
     /// [`call_check::NB_KEPT`], checked like a blocking call's while a
     /// wait goes on.
     nb_calls: std::collections::VecDeque<call_check::Pending>,
+    /// The block each member owes or is owed at the root of the latest
+    /// `MPI_Gatherv` or `MPI_Scatterv` (or their nonblocking forms).
+    root_blocks: call_check::RootBlocks,
 }
 
 impl std::fmt::Debug for Engine {
@@ -341,6 +344,7 @@ impl Engine {
             signing: false,
             nb_call: None,
             nb_calls: std::collections::VecDeque::new(),
+            root_blocks: call_check::RootBlocks::default(),
         };
         if eng.settings.static_connect {
             eng.connect_all_remote(comm::WORLD)?;

@@ -9,7 +9,7 @@ use crate::abi::consts::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Reques
 use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::abi::user_buf;
-use crate::engine::call_check::CallKind;
+use crate::engine::call_check::{CallKind, ANY_SIZE};
 use crate::engine::error::MpiResult;
 use crate::engine::{Engine, Source};
 use crate::mpi_fn;
@@ -153,6 +153,9 @@ unsafe fn allgatherv(
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe { layout_v(recvcounts, displs, size, ["recvcounts", "displs"], recvtype)? };
+    // Every member passes the same counts, hence the same total.
+    let total = recv.counts().iter().sum();
+    e.enter_call(blocking, ci, CallKind::Allgatherv, None, total)?;
     // SAFETY: the receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
@@ -426,8 +429,10 @@ unsafe fn alltoallv(
     rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
+    e.enter_call(blocking, ci, CallKind::Alltoallv, None, ANY_SIZE)?;
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_v(
@@ -499,6 +504,7 @@ unsafe fn alltoallv_staged(
                     a[1].displs(rdispls),
                     a[1].dt(),
                     comm,
+                    matches!(mode, Mode::Wait),
                 )
             }
         },
@@ -571,8 +577,10 @@ unsafe fn alltoallw(
     rdispls: Ints,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
+    blocking: bool,
 ) -> MpiResult<usize> {
     let (ci, _, size) = comm_info(e, comm)?;
+    e.enter_call(blocking, ci, CallKind::Alltoallw, None, ANY_SIZE)?;
     // SAFETY: the arrays have one entry per rank.
     let recv = unsafe {
         layout_w(
@@ -640,6 +648,7 @@ unsafe fn alltoallw_staged(
                     a[1].displs(rdispls),
                     a[1].types(recvtypes),
                     comm,
+                    matches!(mode, Mode::Wait),
                 )
             }
         },

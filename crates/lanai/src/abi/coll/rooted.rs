@@ -9,7 +9,7 @@ use crate::abi::datatype::staging::{self as staged, Mode, Staged, Use};
 use crate::abi::ints::Ints;
 use crate::abi::user_buf;
 use crate::abi::userbuf::UserBuf;
-use crate::engine::call_check::CallKind;
+use crate::engine::call_check::{CallKind, ANY_SIZE};
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -179,11 +179,14 @@ unsafe fn gatherv(
         }
         // SAFETY: the send buffer, per the contract.
         let data = unsafe { user_buf(sendbuf, sendcount, sendtype)? };
+        e.enter_call(blocking, ci, CallKind::Gatherv, Some(root), data.len())?;
         return e.igatherv(ci, data, &Layout::default(), None, root, blocking);
     }
+    let id = e.enter_call(blocking, ci, CallKind::Gatherv, Some(root), ANY_SIZE)?;
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the root's arrays have one entry per rank.
     let recv = unsafe { layout_v(recvcounts, displs, size, ["recvcounts", "displs"], recvtype)? };
+    e.expect_blocks(id, recv.counts());
     // SAFETY: the root's receive buffer covers every block.
     let out = unsafe { bytes_buf(recvbuf, recv.extent())? };
     let data = if in_place(sendbuf) {
@@ -488,6 +491,7 @@ unsafe fn scatterv(
         not_in_place(recvbuf, "the receive buffer except at the root")?;
         // SAFETY: the receive buffer, per the contract.
         let out = unsafe { user_buf(recvbuf, recvcount, recvtype)? };
+        e.enter_call(blocking, ci, CallKind::Scatterv, Some(root), out.len())?;
         return e.iscatterv(
             ci,
             UserBuf::EMPTY,
@@ -501,8 +505,10 @@ unsafe fn scatterv(
         sendbuf,
         "the send buffer (use it as the root's receive buffer)",
     )?;
+    let id = e.enter_call(blocking, ci, CallKind::Scatterv, Some(root), ANY_SIZE)?;
     // SAFETY: the root's arrays have one entry per rank.
     let send = unsafe { layout_v(sendcounts, displs, size, ["sendcounts", "displs"], sendtype)? };
+    e.expect_blocks(id, send.counts());
     // SAFETY: the root's send buffer covers every block.
     let data = unsafe { bytes_buf(sendbuf, send.extent())? };
     let mine = send.block(rank).len();

@@ -7,6 +7,7 @@ use crate::abi::consts::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Op, MPI_Request}
 use crate::abi::datatype::staging::{self as staged, Mode, Use};
 use crate::abi::ints::Ints;
 use crate::abi::{types, user_buf};
+use crate::engine::call_check::CallKind;
 use crate::engine::error::{MpiError, MpiResult};
 use crate::engine::Engine;
 use crate::mpi_fn;
@@ -51,6 +52,7 @@ unsafe fn reduce_scatter_block(
     not_in_place(recvbuf, "the receive buffer")?;
     let blk = elem_bytes(recvcount, types::type_size(datatype)?)?;
     let total = blk.checked_mul(size as usize).ok_or_else(too_large)?;
+    e.enter_call(blocking, ci, CallKind::ReduceScatterBlock, None, blk)?;
     // SAFETY: the input vector holds `size` blocks.
     let data = unsafe { vector(sendbuf, recvbuf, total)? };
     // SAFETY: the receive buffer holds this rank's block.
@@ -190,6 +192,8 @@ unsafe fn reduce_scatter(
         .iter()
         .try_fold(0usize, |a, &n| a.checked_add(n))
         .ok_or_else(too_large)?;
+    // Every member passes the same counts, hence the same total.
+    e.enter_call(blocking, ci, CallKind::ReduceScatter, None, total)?;
     // SAFETY: the input vector holds every rank's block.
     let data = unsafe { vector(sendbuf, recvbuf, total)? };
     // SAFETY: the receive buffer holds this rank's block.
@@ -352,6 +356,11 @@ unsafe fn scan(
     not_in_place(recvbuf, "the receive buffer")?;
     // SAFETY: the receive buffer, per the contract.
     let out = unsafe { user_buf(recvbuf, count, datatype)? };
+    let called = match kind {
+        Prefix::Inclusive => CallKind::Scan,
+        Prefix::Exclusive => CallKind::Exscan,
+    };
+    e.enter_call(blocking, ci, called, None, out.len())?;
     // In place the data is `out` itself, which every path reads before
     // it writes the result.
     let data = if in_place(sendbuf) {

@@ -241,7 +241,7 @@ impl std::fmt::Display for SizeMismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "rank {} contributed {} bytes to the reduce, the root expects {}",
+            "rank {} contributed {} bytes, the root expects {}",
             self.member,
             shown(self.got),
             self.want

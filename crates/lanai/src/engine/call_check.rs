@@ -631,7 +631,10 @@ impl Engine {
                 // carry the same number.
                 let v_root = matches!(mine.call.kind, CallKind::Gatherv | CallKind::Scatterv)
                     && mine.call.root == Some(cm.rank);
-                if let Some(e) = v_root.then(|| self.root_blocks.disagreement(&t, r)).flatten() {
+                if let Some(e) = v_root
+                    .then(|| self.root_blocks.disagreement(&t, r))
+                    .flatten()
+                {
                     return Err(e);
                 }
                 if let Some(class) = t.failed {

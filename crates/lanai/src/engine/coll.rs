@@ -9,7 +9,9 @@ use super::error::{MpiError, MpiResult};
 use super::offload::Offered;
 use super::request::{Op, Status, DONE};
 use super::riding::{self, Blocks, Riding, Source};
-use super::transfers::{allgather_as_transfers, BCAST_TRANSFER_MIN, TRANSFER_MIN};
+use super::transfers::{
+    allgather_as_transfers, BCAST_TRANSFER_MIN, LINEAR_GATHER_MAX, TRANSFER_MIN,
+};
 use super::Engine;
 use crate::abi::userbuf::UserBuf;
 use lanai_coll::{
@@ -813,14 +815,14 @@ pub fn coll_failure(st: &Status) -> MpiError {
     match st.error {
         c::MPI_ERR_TRUNCATE if from < 0 => MpiError::new(
             c::MPI_ERR_TRUNCATE,
-            "a member's block and the size this rank expects of it differ: the members' counts \
-             or datatypes disagree",
+            "the ranks' counts or datatypes disagree: a member's block and the size this rank \
+             expects of it differ",
         ),
         c::MPI_ERR_TRUNCATE => MpiError::new(
             c::MPI_ERR_TRUNCATE,
             format!(
-                "rank {from} sent more bytes than its block here holds: the members' counts or \
-                 datatypes disagree"
+                "the ranks' counts or datatypes disagree: rank {from} sent a block of another \
+                 size than this rank's counts give it"
             ),
         ),
         class if from < 0 => MpiError::new(class, "this rank's part of the collective failed"),
@@ -1465,12 +1467,12 @@ impl Engine {
             Ok(req) => return Ok(req),
             Err(data) => data,
         };
-        if let (Source::User(buf), true) = (&data, data.len() >= TRANSFER_MIN) {
-            let (_, size) = self.rank_size(comm)?;
-            let blocks = Layout::uniform(size, buf.len()).map_err(coll_err)?;
-            return self.start_gather_transfers(comm, *buf, out, &blocks, root);
-        }
         let (rank, size) = self.rank_size(comm)?;
+        let linear = data.len() >= TRANSFER_MIN || size <= LINEAR_GATHER_MAX;
+        if let (Source::User(buf), true) = (&data, linear) {
+            let blocks = Layout::uniform(size, buf.len()).map_err(coll_err)?;
+            return self.start_gather_transfers(comm, *buf, out, &blocks, root, true);
+        }
         let m = lanai_coll::Gather::new(rank, size, root, data.into_vec()).map_err(coll_err)?;
         self.start_coll(comm, Box::new(m), out)
     }
@@ -1494,7 +1496,7 @@ impl Engine {
         if let Some(req) = self.mail_gatherv(comm, data, recv, out, root, blocking)? {
             return Ok(req);
         }
-        self.start_gather_transfers(comm, data, out, recv, root)
+        self.start_gather_transfers(comm, data, out, recv, root, false)
     }
 
     /// Scatter of `block`-byte blocks from the root's `data` (empty elsewhere).

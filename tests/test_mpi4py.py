@@ -102,14 +102,17 @@ def test_mpi4py_bench_at_four_ranks(venv_python, bench, monkeypatch):
     assert_clean(r)
 
 
+# Each rank writes its line with one write(2), so the two never interleave.
 ERROR_SCRIPT = """
+import os
 from mpi4py import MPI
 c = MPI.COMM_WORLD
 try:
     c.Send(bytearray(4), dest=c.size, tag=0)
-    print("no exception")
+    line = "no exception"
 except MPI.Exception as e:
-    print(f"class={e.Get_error_class()} want={MPI.ERR_RANK} code={e.Get_error_code()} text={e}")
+    line = f"class={e.Get_error_class()} want={MPI.ERR_RANK} code={e.Get_error_code()} text={e}"
+os.write(1, (line + "\\n").encode())
 """
 
 
